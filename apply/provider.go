@@ -1,0 +1,46 @@
+package apply
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// ErrNotFound is returned (wrapped) by Provider.Probe when the instance's
+// resources are gone.
+var ErrNotFound = errors.New("not found")
+
+// Provider creates, probes and deletes sandbox instances on some engine.
+// Implementations live under providers/; this is all apply needs of them.
+type Provider interface {
+	// Check reports, before any change is made, whether everything the
+	// services need (images) is present or can be fetched.
+	Check(ctx context.Context, services []string) error
+	// Create provisions a ready instance. On error it leaves nothing behind.
+	Create(ctx context.Context, req CreateRequest) (*Created, error)
+	// Probe checks a recorded instance is running and answers with its
+	// handed-out credentials. A nil error means alive; an error wrapping
+	// ErrNotFound means its resources are gone.
+	Probe(ctx context.Context, rec *state.Record) error
+	// Delete removes everything the instance created. Deleting an instance
+	// that is already gone succeeds.
+	Delete(ctx context.Context, rec *state.Record) error
+}
+
+// CreateRequest is what to provision for one instance.
+type CreateRequest struct {
+	Address    string
+	Lineage    string
+	Generation int
+	// Features holds every service to run with the features to enable.
+	Features config.FeatureSet
+}
+
+// Created is what the provider made.
+type Created struct {
+	Credentials         map[string]state.Credentials
+	Resources           state.Resources
+	AvailableExtensions map[string][]string
+}

@@ -1,0 +1,121 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Feature is one engine feature a service may switch on.
+type Feature struct {
+	Name string
+	// ExplicitOnly features are never implied; they are on the list only
+	// because someone asked for them by name (timescaledb).
+	ExplicitOnly bool
+	// Note says why the feature needs care, for `validate --json` and docs.
+	Note string
+}
+
+// ServiceSpec is one service the catalog knows and the features it allows.
+type ServiceSpec struct {
+	Name     string
+	Features []Feature // sorted by name
+}
+
+// Catalog is the built-in allowlist: the security boundary that decides what
+// configuration may switch on. HCL cannot extend it.
+type Catalog struct {
+	services []ServiceSpec // sorted by name
+}
+
+// DefaultCatalog returns the allowlist compiled into this build. PostgreSQL
+// lists only extensions a non-superuser owner can use safely once an admin
+// created them: no untrusted procedural languages, no server file or network
+// access (adminpack, file_fdw, dblink, postgres_fdw, lo_import helpers).
+func DefaultCatalog() *Catalog {
+	pg := []Feature{
+		{Name: "btree_gin"}, {Name: "btree_gist"}, {Name: "citext"}, {Name: "cube"},
+		{Name: "earthdistance"}, {Name: "fuzzystrmatch"}, {Name: "hstore"},
+		{Name: "intarray"}, {Name: "isn"}, {Name: "ltree"}, {Name: "pg_trgm"},
+		{Name: "pgcrypto"}, {Name: "postgis"}, {Name: "seg"}, {Name: "tablefunc"},
+		{Name: "timescaledb", ExplicitOnly: true, Note: "only when asked for explicitly; not in the default images"},
+		{Name: "tsm_system_rows"}, {Name: "tsm_system_time"}, {Name: "unaccent"},
+		{Name: "uuid-ossp"}, {Name: "vector"},
+	}
+	redis := []Feature{{Name: "bloom"}, {Name: "json"}, {Name: "search"}}
+	return &Catalog{services: []ServiceSpec{
+		{Name: "postgres", Features: pg},
+		{Name: "redis", Features: redis},
+	}}
+}
+
+// Services lists the known service names, sorted.
+func (c *Catalog) Services() []string {
+	out := make([]string, len(c.services))
+	for i, s := range c.services {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Service returns the spec of a known service.
+func (c *Catalog) Service(name string) (ServiceSpec, bool) {
+	for _, s := range c.services {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return ServiceSpec{}, false
+}
+
+// Allowed lists the feature names allowed for a service, sorted.
+func (c *Catalog) Allowed(service string) []string {
+	spec, _ := c.Service(service)
+	out := make([]string, len(spec.Features))
+	for i, f := range spec.Features {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// CheckService returns an *UnknownServiceError for a service the catalog
+// does not know.
+func (c *Catalog) CheckService(service string) error {
+	if _, ok := c.Service(service); !ok {
+		return &UnknownServiceError{Service: service, Known: c.Services()}
+	}
+	return nil
+}
+
+// CheckFeature returns an *UnknownServiceError or a *FeatureNotAllowedError.
+func (c *Catalog) CheckFeature(service, feature string) error {
+	if err := c.CheckService(service); err != nil {
+		return err
+	}
+	if !slices.Contains(c.Allowed(service), feature) {
+		return &FeatureNotAllowedError{Service: service, Feature: feature, Allowed: c.Allowed(service)}
+	}
+	return nil
+}
+
+// UnknownServiceError reports a service name not in the catalog.
+type UnknownServiceError struct {
+	Service string
+	Known   []string
+}
+
+func (e *UnknownServiceError) Error() string {
+	return fmt.Sprintf("unknown service %q; known services: %s", e.Service, strings.Join(e.Known, ", "))
+}
+
+// FeatureNotAllowedError reports a feature outside a service's allowlist.
+type FeatureNotAllowedError struct {
+	Service string
+	Feature string
+	Allowed []string
+}
+
+func (e *FeatureNotAllowedError) Error() string {
+	return fmt.Sprintf("%s feature %q is not on the allowlist; allowed: %s",
+		e.Service, e.Feature, strings.Join(e.Allowed, ", "))
+}

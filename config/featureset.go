@@ -1,0 +1,96 @@
+package config
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// FeatureSet maps a service name to its sorted, de-duplicated feature list.
+// A service present with an empty list is a bare service.
+type FeatureSet map[string][]string
+
+// Normalize returns a copy with every list sorted and de-duplicated.
+func (f FeatureSet) Normalize() FeatureSet {
+	out := make(FeatureSet, len(f))
+	for svc, feats := range f {
+		out[svc] = SortedUnique(feats)
+	}
+	return out
+}
+
+// Union returns a new set holding every service and feature of both.
+func (f FeatureSet) Union(o FeatureSet) FeatureSet {
+	out := make(FeatureSet, len(f)+len(o))
+	for svc, feats := range f {
+		out[svc] = append(out[svc], feats...)
+	}
+	for svc, feats := range o {
+		out[svc] = append(out[svc], feats...)
+	}
+	return out.Normalize()
+}
+
+// Only returns the subset of f for the given services; services missing
+// from f appear bare.
+func (f FeatureSet) Only(services []string) FeatureSet {
+	out := make(FeatureSet, len(services))
+	for _, svc := range services {
+		out[svc] = slices.Clone(f[svc])
+		if out[svc] == nil {
+			out[svc] = []string{}
+		}
+	}
+	return out
+}
+
+// Missing lists, per service, the features of want that f does not hold.
+// Services absent from f are reported with all their features.
+func (f FeatureSet) Missing(want FeatureSet) FeatureSet {
+	out := FeatureSet{}
+	for svc, feats := range want {
+		have := f[svc]
+		for _, ft := range feats {
+			if !slices.Contains(have, ft) {
+				out[svc] = append(out[svc], ft)
+			}
+		}
+	}
+	return out.Normalize()
+}
+
+// Services returns the sorted service names of f.
+func (f FeatureSet) Services() []string {
+	out := make([]string, 0, len(f))
+	for svc := range f {
+		out = append(out, svc)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// String renders the set compactly, e.g. postgres[pg_trgm,vector] redis[].
+func (f FeatureSet) String() string {
+	var b strings.Builder
+	for i, svc := range f.Services() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(svc)
+		b.WriteByte('[')
+		b.WriteString(strings.Join(f[svc], ","))
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// SortedUnique returns a sorted copy of in without duplicates; never nil.
+func SortedUnique(in []string) []string {
+	out := slices.Clone(in)
+	sort.Strings(out)
+	out = slices.Compact(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package config
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Config is a fully decoded and validated configuration directory.
+type Config struct {
+	Dir       string
+	Sources   map[string][]byte // file name (relative to Dir) → bytes, for diagnostics and saved plans
+	Variables map[string]*Variable
+	Provider  *Provider
+	Projects  map[string]*Project
+	Sandboxes map[string]*Sandbox // blocks by name
+	Instances []*Instance         // expanded instances, sorted by address
+	Outputs   []*Output           // sorted by name
+}
+
+// Instance returns the desired instance with the given address.
+func (c *Config) Instance(addr Address) (*Instance, bool) {
+	for _, in := range c.Instances {
+		if in.Addr == addr {
+			return in, true
+		}
+	}
+	return nil, false
+}
+
+// Variable is a declared input variable with its final value.
+type Variable struct {
+	Name        string
+	Description string
+	Sensitive   bool
+	Value       cty.Value
+	DeclRange   hcl.Range
+}
+
+// Provider is the docker provider block with defaults applied.
+type Provider struct {
+	Host      string           // empty: DOCKER_HOST or the local socket
+	Images    map[string]Image // service → image; every catalog service present
+	MemoryMB  int64            // per container memory limit
+	PidsLimit int64            // per container pids limit
+	DeclRange hcl.Range
+}
+
+// Image is the image for one service and, for redis, where each feature's
+// module lives inside it.
+type Image struct {
+	Ref string
+	// Modules maps a feature to the module file to load with --loadmodule.
+	// A feature absent here is expected to be built into the image.
+	Modules map[string]string
+}
+
+// Project is an opted-in service set and its standing feature set.
+type Project struct {
+	Name       string
+	Services   []string   // sorted
+	Extensions FeatureSet // standing set, keyed by opted services only
+	DeclRange  hcl.Range
+}
+
+// Sandbox is one sandbox block before for_each expansion.
+type Sandbox struct {
+	Name      string
+	Project   string
+	OnDemand  bool
+	ForEach   bool
+	TTL       time.Duration // 0: never expires
+	DeclRange hcl.Range
+}
+
+// Instance is one desired sandbox instance after for_each expansion.
+type Instance struct {
+	Addr    Address
+	Project string
+	// Services are the services this instance asks for, sorted.
+	Services []string
+	// Features are the requested features of Services: the project's
+	// standing set ∪ the sandbox override, bounded by the allowlist.
+	Features FeatureSet
+	// Provision is what a first provision gets: the project's full opted-in
+	// service set with standing ∪ override features.
+	Provision FeatureSet
+	TTL       time.Duration
+	OnDemand  bool
+	DeclRange hcl.Range
+}
+
+// Output is a declared output. Its value depends on provisioned sandboxes,
+// so it is evaluated later against state.
+type Output struct {
+	Name        string
+	Description string
+	Sensitive   bool
+	Expr        hcl.Expression
+	DeclRange   hcl.Range
+}
+
+// Input carries everything from outside the files that shapes a config:
+// flags and environment, in one place so nothing reads globals.
+type Input struct {
+	// Vars are --var name=value flags in command-line order.
+	Vars []string
+	// VarFiles are --var-file paths in command-line order.
+	VarFiles []string
+	// Environ is the process environment (os.Environ form); SBX_VAR_name
+	// entries set variables.
+	Environ []string
+}

@@ -1,0 +1,120 @@
+package plan
+
+import (
+	"github.com/sandboxer/sandboxer/config"
+)
+
+// Action is what apply will do with one instance.
+type Action int
+
+const (
+	NoOp             Action = iota // reuse the cached instance
+	Create                         // provision a new instance
+	CreateThenDelete               // replace: new one first, then remove the old
+	Delete                         // remove the instance
+)
+
+func (a Action) String() string {
+	switch a {
+	case NoOp:
+		return "no-op"
+	case Create:
+		return "create"
+	case CreateThenDelete:
+		return "replace"
+	case Delete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// Reason explains an action. It is for people and tooling only: apply
+// decides what to do from the Action alone.
+type Reason string
+
+const (
+	ReasonNew              Reason = "new"
+	ReasonCachedSuperset   Reason = "cached_superset"
+	ReasonServiceSuperset  Reason = "service_superset"
+	ReasonFeatureSuperset  Reason = "feature_superset"
+	ReasonDead             Reason = "dead"
+	ReasonExpired          Reason = "expired"
+	ReasonReplaceByRequest Reason = "replace_by_request"
+	ReasonNoConfig         Reason = "no_config"
+	// ReasonNone is used for deletes in a destroy plan, which need no reason.
+	ReasonNone Reason = ""
+)
+
+// Sandbox is the shape of an instance before or after a change: services
+// and features, never credentials.
+type Sandbox struct {
+	Services []string          `json:"services"`
+	Features config.FeatureSet `json:"features"`
+}
+
+// Change is the planned action for one instance.
+type Change struct {
+	Addr    config.Address
+	Project string
+	Action  Action
+	Reason  Reason
+	// Before is the cached instance (nil when there is none or it is dead).
+	Before *Sandbox
+	// After is what the instance will be (nil for a delete).
+	After *Sandbox
+	// MissingServices and MissingFeatures say what the cache lacks for a
+	// service_superset or feature_superset replace.
+	MissingServices []string
+	MissingFeatures config.FeatureSet
+	// PriorGeneration is the generation in state (0 when none).
+	PriorGeneration int
+	// Evict is set when a dead instance's leftovers must be removed before
+	// its replacement is created.
+	Evict bool
+}
+
+// Plan is the full set of changes, sorted by address. It is pure data: no
+// I/O happens to build it and apply does not re-decide anything in it.
+type Plan struct {
+	// Lineage and Serial identify the state the plan was made against.
+	Lineage string
+	Serial  uint64
+	Destroy bool
+	Changes []*Change
+}
+
+// Summary counts changes by kind.
+type Summary struct {
+	Create  int `json:"create"`
+	Replace int `json:"replace"`
+	Delete  int `json:"delete"`
+	Reuse   int `json:"reuse"`
+}
+
+// Summary counts the plan's changes.
+func (p *Plan) Summary() Summary {
+	var s Summary
+	for _, c := range p.Changes {
+		switch c.Action {
+		case NoOp:
+			s.Reuse++
+		case Create:
+			s.Create++
+		case CreateThenDelete:
+			s.Replace++
+		case Delete:
+			s.Delete++
+		}
+	}
+	return s
+}
+
+// HasChanges reports whether applying the plan would change anything.
+func (p *Plan) HasChanges() bool {
+	for _, c := range p.Changes {
+		if c.Action != NoOp {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,68 @@
+package state
+
+import (
+	"time"
+)
+
+// SchemaVersion is the version of the record layout this build writes.
+const SchemaVersion = 1
+
+// Record is one provisioned sandbox instance as kept in state.
+type Record struct {
+	Address  string `json:"address"`
+	Project  string `json:"project"`
+	OnDemand bool   `json:"on_demand,omitempty"`
+	// Services are the provisioned services, sorted.
+	Services []string `json:"services"`
+	// Features are the provisioned features per service, sorted.
+	Features map[string][]string `json:"features"`
+	// AvailableExtensions are what the engine reported it could enable,
+	// intersected with the allowlist, per service.
+	AvailableExtensions map[string][]string `json:"available_extensions,omitempty"`
+	// Credentials per service; the only place besides env/output that holds
+	// secrets.
+	Credentials map[string]Credentials `json:"credentials,omitempty"`
+	Resources   Resources              `json:"resources"`
+	CreatedAt   time.Time              `json:"created_at"`
+	// ExpiresAt is zero when the instance never expires.
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	Generation int       `json:"generation"`
+}
+
+// Credentials are what a client needs to reach one service.
+type Credentials struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	User     string `json:"user"`
+	Password Secret `json:"password"`
+	Database string `json:"database,omitempty"`
+	// Admin credentials are used by sandboxer itself (creating extensions,
+	// probing) and are never exported.
+	AdminUser     string `json:"admin_user,omitempty"`
+	AdminPassword Secret `json:"admin_password,omitempty"`
+}
+
+// Resources identify what the provider created, so it can be found again;
+// labels on the resources remain the source of truth after a crash.
+type Resources struct {
+	Network    string            `json:"network,omitempty"`
+	Containers map[string]string `json:"containers,omitempty"` // service → container id
+	Volumes    []string          `json:"volumes,omitempty"`
+}
+
+// Secret is a string that never prints itself: fmt verbs and error wrapping
+// show "(sensitive)". Reveal is the one way to read it.
+type Secret string
+
+func (s Secret) String() string   { return "(sensitive)" }
+func (s Secret) GoString() string { return `"(sensitive)"` }
+
+// Reveal returns the secret value, for env/output and the provider only.
+func (s Secret) Reveal() string { return string(s) }
+
+// Snapshot is the whole state as read in one transaction.
+type Snapshot struct {
+	Lineage string
+	Serial  uint64
+	Records map[string]*Record // by address
+}
