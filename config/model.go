@@ -9,9 +9,14 @@ import (
 
 // Config is a fully decoded and validated configuration directory.
 type Config struct {
-	Dir       string
-	Sources   map[string][]byte // file name (relative to Dir) → bytes, for diagnostics and saved plans
+	Dir     string
+	Sources map[string][]byte // file name (relative to Dir) → bytes, for diagnostics and saved plans
+	// Files holds every parsed file by the name its ranges use: the
+	// configuration files (as in Sources) and any --var-file, for
+	// hcl.NewDiagnosticTextWriter. Populated even when loading failed.
+	Files     map[string]*hcl.File
 	Variables map[string]*Variable
+	Locals    map[string]cty.Value // local values by name
 	Provider  *Provider
 	Projects  map[string]*Project
 	Sandboxes map[string]*Sandbox // blocks by name

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"time"
+
 	"github.com/sandboxer/sandboxer/config"
 )
 
@@ -66,6 +68,13 @@ type Change struct {
 	// service_superset or feature_superset replace.
 	MissingServices []string
 	MissingFeatures config.FeatureSet
+	// Requested is what the configuration asks of the instance, to explain
+	// a reuse ("cache covers request").
+	Requested config.FeatureSet
+	// Detail says what refresh saw of a dead instance.
+	Detail string
+	// TTL is how long a (re)provisioned instance lives; 0 means forever.
+	TTL time.Duration
 	// PriorGeneration is the generation in state (0 when none).
 	PriorGeneration int
 	// Evict is set when a dead instance's leftovers must be removed before

@@ -6,6 +6,7 @@ import (
 	_ "github.com/docker/docker/api/types/container"
 	_ "github.com/docker/docker/client"
 	_ "github.com/google/go-cmp/cmp"
+	_ "github.com/pmezard/go-difflib/difflib"
 	_ "github.com/hashicorp/hcl/v2"
 	_ "github.com/hashicorp/hcl/v2/gohcl"
 	_ "github.com/hashicorp/hcl/v2/hclsyntax"

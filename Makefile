@@ -1,0 +1,38 @@
+# sandboxer: `make run` provisions the quick-start sandboxes on this
+# machine; `make test` runs vet, the whole test suite and a short fuzz.
+GO       ?= go
+FUZZTIME ?= 20s
+BIN      := bin/sandboxer
+
+.PHONY: build images test vet unit fuzz bench run clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/sandboxer
+
+# Local images built from Debian packages (no registry here); existing
+# ones are kept, FORCE=1 rebuilds.
+images:
+	bash images/build.sh
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+unit:
+	$(GO) test -count=1 -timeout 30m ./...
+
+fuzz:
+	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
+
+test: images vet unit fuzz
+
+bench: images build
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./plan ./cmd/sandboxer/... ./state
+	bash scripts/bench.sh
+
+# The main job: the quick-start example, applied on this machine.
+run: images build
+	cd examples/quickstart && ../../$(BIN) apply --auto-approve && ../../$(BIN) env sandbox.dev
+
+clean:
+	rm -rf bin

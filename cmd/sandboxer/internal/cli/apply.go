@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// ApplyOptions are the flags of `sandboxer apply`.
+type ApplyOptions struct {
+	f           *Factory
+	Planning    PlanningOptions
+	PlanFile    string
+	AutoApprove bool
+}
+
+func newApplyCmd(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
+	opts := &ApplyOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "apply [PLANFILE]",
+		Short: "Create, replace and destroy sandboxes to match the configuration",
+		Args:  rangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.PlanFile = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			if opts.PlanFile != "" {
+				return applySavedRun(cmd, opts)
+			}
+			return applyRun(cmd, opts)
+		},
+	}
+	opts.Planning.bind(cmd.Flags())
+	cmd.Flags().BoolVar(&opts.AutoApprove, "auto-approve", false, "skip the interactive 'yes'")
+	cmd.Flags().IntVar(&opts.Planning.Parallelism, "parallelism", 4, "how many sandboxes to change at once")
+	return cmd
+}
+
+func applyRun(cmd *cobra.Command, opts *ApplyOptions) error {
+	f := opts.f
+	if opts.Planning.Parallelism < 1 {
+		return fmt.Errorf("--parallelism must be at least 1")
+	}
+	p, err := makePlan(cmd.Context(), f, opts.Planning, "apply", false)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	views.PlanText(f.IO.Out, p.plan, f.Color())
+	if p.plan.HasChanges() {
+		if !opts.AutoApprove {
+			if err := confirm(f, "Do you want to perform these actions?"); err != nil {
+				return err
+			}
+		}
+		prov, err := ensureProvider(cmd.Context(), f, p)
+		if err != nil {
+			return err
+		}
+		res, err := execute(f, p.store, prov, p.plan, opts.Planning.Parallelism)
+		printApplyResult(f, res, err)
+		if err != nil {
+			return &ExitError{Code: 1, Err: err}
+		}
+	} else {
+		fmt.Fprintln(f.IO.Out, "\nNo changes. Every sandbox is cached and covers what the configuration asks for.")
+	}
+	return printOutputs(cmd, f, p)
+}
+
+func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
+	f := opts.f
+	file, err := readPlanFile(f, opts.PlanFile)
+	if err != nil {
+		return err
+	}
+	store := f.Store()
+	unlock, err := store.Lock(cmd.Context(), "apply", opts.Planning.LockTimeout)
+	if err != nil {
+		return lockError(err)
+	}
+	defer unlock()
+	if err := store.ExpectLineage(cmd.Context(), file.Lineage, file.Serial); err != nil {
+		return fmt.Errorf("saved plan %s is stale: %w; run sandboxer plan again", opts.PlanFile, err)
+	}
+	p := file.Plan()
+	if !p.HasChanges() {
+		fmt.Fprintln(f.IO.Out, "No changes in the saved plan.")
+		return nil
+	}
+	prov, err := f.NewProvider(cmd.Context(), file.Provider, f.Catalog)
+	if err != nil {
+		return err
+	}
+	if c, ok := prov.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	if err := prov.Check(cmd.Context(), servicesToProvision(p)); err != nil {
+		return err
+	}
+	res, err := execute(f, store, prov, p, opts.Planning.Parallelism)
+	printApplyResult(f, res, err)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	return nil
+}
+
+func printApplyResult(f *Factory, res apply.Result, err error) {
+	c := f.Color()
+	if err != nil {
+		fmt.Fprintln(f.IO.Out, c.Red(c.Bold("\nApply failed.")))
+	} else {
+		fmt.Fprintln(f.IO.Out, c.Green(c.Bold("\nApply complete!")))
+	}
+	fmt.Fprintf(f.IO.Out, "Sandboxes: %d created, %d replaced, %d destroyed, %d reused.\n",
+		res.Created, res.Replaced, res.Destroyed, res.Reused)
+}
+
+// printOutputs shows outputs after an apply; sensitive ones stay hidden.
+func printOutputs(cmd *cobra.Command, f *Factory, p *planned) error {
+	if len(p.cfg.Outputs) == 0 {
+		return nil
+	}
+	snap, err := p.store.Snapshot(cmd.Context())
+	if err != nil {
+		return err
+	}
+	vals, diags := outputValues(p.cfg, snap)
+	if diags.HasErrors() {
+		renderDiags(f, p.cfg, diags)
+		return errReported
+	}
+	fmt.Fprintln(f.IO.Out, "\nOutputs:")
+	views.Outputs(f.IO.Out, p.cfg.Outputs, vals)
+	return nil
+}

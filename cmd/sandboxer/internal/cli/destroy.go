@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// DestroyOptions are the flags of `sandboxer destroy`.
+type DestroyOptions struct {
+	f           *Factory
+	Planning    PlanningOptions
+	AutoApprove bool
+}
+
+func newDestroyCmd(f *Factory, runF func(*DestroyOptions) error) *cobra.Command {
+	opts := &DestroyOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "destroy",
+		Short: "Remove sandboxes and everything they created",
+		Args:  rangeArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return destroyRun(cmd, opts)
+		},
+	}
+	fs := cmd.Flags()
+	opts.Planning.Vars.bind(fs)
+	fs.StringArrayVar(&opts.Planning.Targets, "target", nil, "destroy only this sandbox `ADDR` (repeatable)")
+	fs.DurationVar(&opts.Planning.LockTimeout, "lock-timeout", 0, "wait this long for the state lock (0: fail at once)")
+	fs.IntVar(&opts.Planning.Parallelism, "parallelism", 4, "how many sandboxes to destroy at once")
+	fs.BoolVar(&opts.AutoApprove, "auto-approve", false, "skip the interactive 'yes'")
+	return cmd
+}
+
+func destroyRun(cmd *cobra.Command, opts *DestroyOptions) error {
+	f := opts.f
+	if opts.Planning.Parallelism < 1 {
+		return fmt.Errorf("--parallelism must be at least 1")
+	}
+	// Deleting tolerates instances that are already gone, so destroy does
+	// not need to refresh first.
+	opts.Planning.Refresh = false
+	p, err := makePlan(cmd.Context(), f, opts.Planning, "destroy", true)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if !p.plan.HasChanges() {
+		fmt.Fprintln(f.IO.Out, "No sandboxes to destroy: the state holds none.")
+		return nil
+	}
+	views.PlanText(f.IO.Out, p.plan, f.Color())
+	if !opts.AutoApprove {
+		if err := confirm(f, "Do you really want to destroy these sandboxes?"); err != nil {
+			return err
+		}
+	}
+	prov, err := ensureProvider(cmd.Context(), f, p)
+	if err != nil {
+		return err
+	}
+	res, err := execute(f, p.store, prov, p.plan, opts.Planning.Parallelism)
+	c := f.Color()
+	if err != nil {
+		fmt.Fprintln(f.IO.Out, c.Red(c.Bold("\nDestroy failed.")))
+	} else {
+		fmt.Fprintln(f.IO.Out, c.Green(c.Bold("\nDestroy complete!")))
+	}
+	fmt.Fprintf(f.IO.Out, "Sandboxes: %d destroyed.\n", res.Destroyed)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// Version is sandboxer's version, reported by `version` and in JSON plans.
+const Version = "0.1.0"
+
+// IOStreams are the process's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	Err    io.Writer
+	OutTTY bool // colour and prompts only on a terminal
+	ErrTTY bool
+	InTTY  bool
+}
+
+// GlobalOptions are the flags every command accepts.
+type GlobalOptions struct {
+	Chdir   string
+	State   string
+	NoColor bool
+}
+
+// Factory carries what commands need from the outside world, so tests can
+// swap any of it.
+type Factory struct {
+	IO      IOStreams
+	Environ []string
+	Now     func() time.Time
+	Catalog *config.Catalog
+	Global  GlobalOptions
+	// Interrupt closes on the first Ctrl-C: apply stops starting new work.
+	// A nil channel never closes.
+	Interrupt <-chan struct{}
+	// hard is cancelled on the second Ctrl-C: in-flight work is abandoned.
+	// Commands get a context cancelled already on the first.
+	hard context.Context
+	// NewProvider connects to the engine described by the provider block.
+	NewProvider func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error)
+}
+
+// Getenv reads a variable from the factory's environment.
+func (f *Factory) Getenv(name string) string {
+	prefix := name + "="
+	for i := len(f.Environ) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(f.Environ[i], prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Dir is the configuration directory.
+func (f *Factory) Dir() string {
+	if f.Global.Chdir != "" {
+		return f.Global.Chdir
+	}
+	return "."
+}
+
+// StatePath is the state file: --state, else .sandboxer/state.db under the
+// configuration directory.
+func (f *Factory) StatePath() string {
+	if f.Global.State != "" {
+		return f.Path(f.Global.State)
+	}
+	return filepath.Join(f.Dir(), ".sandboxer", "state.db")
+}
+
+// Path resolves a user-given path against the configuration directory,
+// as if sandboxer had changed into it (Terraform's -chdir semantics).
+func (f *Factory) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(f.Dir(), p)
+}
+
+// Store opens the state store.
+func (f *Factory) Store() *state.Store { return state.Open(f.StatePath()) }
+
+// Color tells renderers whether to use ANSI colours.
+func (f *Factory) Color() views.Colorizer {
+	return views.Colorizer{Enabled: f.IO.OutTTY && !f.Global.NoColor && f.Getenv("NO_COLOR") == ""}
+}
+
+// ErrColor is Color for stderr output.
+func (f *Factory) ErrColor() views.Colorizer {
+	return views.Colorizer{Enabled: f.IO.ErrTTY && !f.Global.NoColor && f.Getenv("NO_COLOR") == ""}
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// InitOptions are the flags of `sandboxer init`.
+type InitOptions struct {
+	f *Factory
+}
+
+// starterConfig is what `init` writes: the smallest useful configuration.
+const starterConfig = `# sandboxer configuration: see https://github.com/sandboxer/sandboxer#quick-start
+#
+# provider "docker" {
+#   image "postgres" { ref = "postgres:17" }  # the defaults when omitted
+#   image "redis"    { ref = "redis:8" }
+# }
+
+project "app" {
+  services = ["postgres", "redis"]
+  extensions = {
+    postgres = ["pg_trgm"]
+  }
+}
+
+sandbox "dev" {
+  project = project.app
+  ttl     = "8h"
+}
+
+output "database_url" {
+  value     = sandbox.dev.postgres.url
+  sensitive = true
+}
+`
+
+func newInitCmd(f *Factory, runF func(*InitOptions) error) *cobra.Command {
+	opts := &InitOptions{f: f}
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Write a starter main.sbx.hcl (never overwrites)",
+		Args:  rangeArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return initRun(opts)
+		},
+	}
+}
+
+func initRun(opts *InitOptions) error {
+	path := filepath.Join(opts.f.Dir(), "main.sbx.hcl")
+	// O_EXCL makes "refuses to overwrite" hold even against a racing init.
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s already exists; init never overwrites a configuration", path)
+	}
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	if _, err := file.WriteString(starterConfig); err != nil {
+		file.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := file.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(opts.f.IO.Out, "Wrote %s. Next: sandboxer plan\n", path)
+	return nil
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// PlanOptions are the flags of `sandboxer plan`.
+type PlanOptions struct {
+	f                *Factory
+	Planning         PlanningOptions
+	Out              string
+	JSON             bool
+	DetailedExitcode bool
+	Destroy          bool
+}
+
+func (o *PlanningOptions) bind(fs *pflag.FlagSet) {
+	o.Vars.bind(fs)
+	fs.BoolVar(&o.Refresh, "refresh", true, "check cached sandboxes are alive before planning")
+	fs.StringArrayVar(&o.Targets, "target", nil, "limit to this sandbox `ADDR` (repeatable)")
+	fs.StringArrayVar(&o.Replace, "replace", nil, "force replacement of sandbox `ADDR` (repeatable)")
+	fs.DurationVar(&o.LockTimeout, "lock-timeout", 0, "wait this long for the state lock (0: fail at once)")
+}
+
+func newPlanCmd(f *Factory, runF func(*PlanOptions) error) *cobra.Command {
+	opts := &PlanOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show what apply would do, sandbox by sandbox, and why",
+		Args:  rangeArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return planRun(cmd, opts)
+		},
+	}
+	fs := cmd.Flags()
+	opts.Planning.bind(fs)
+	fs.StringVar(&opts.Out, "out", "", "save the plan to `FILE` for a later apply")
+	fs.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
+	fs.BoolVar(&opts.DetailedExitcode, "detailed-exitcode", false, "exit 0 when nothing changes, 2 when something does")
+	fs.BoolVar(&opts.Destroy, "destroy", false, "plan the removal of every sandbox")
+	return cmd
+}
+
+func planRun(cmd *cobra.Command, opts *PlanOptions) error {
+	f := opts.f
+	p, err := makePlan(cmd.Context(), f, opts.Planning, "plan", opts.Destroy)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if opts.Out != "" {
+		file := plan.NewFile(p.plan, p.cfg, Version, f.Now())
+		b, err := file.Encode()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.Path(opts.Out), b, 0o600); err != nil {
+			return fmt.Errorf("save plan: %w", err)
+		}
+	}
+	if opts.JSON {
+		if err := views.PlanJSON(f.IO.Out, p.plan, Version); err != nil {
+			return err
+		}
+	} else {
+		views.PlanText(f.IO.Out, p.plan, f.Color())
+		if opts.Out != "" {
+			fmt.Fprintf(f.IO.Out, "\nSaved the plan to: %s\n\nTo perform exactly these actions, run:\n  sandboxer apply %s\n", opts.Out, opts.Out)
+		}
+	}
+	if opts.DetailedExitcode && p.plan.HasChanges() {
+		return &ExitError{Code: 2}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// PlanningOptions are the flags shared by plan, apply and destroy.
+type PlanningOptions struct {
+	Vars        VarOptions
+	Refresh     bool
+	Targets     []string
+	Replace     []string
+	LockTimeout time.Duration
+	Parallelism int
+}
+
+// planned is a plan with everything that produced it.
+type planned struct {
+	cfg      *config.Config
+	store    *state.Store
+	snap     *state.Snapshot
+	plan     *plan.Plan
+	provider apply.Provider // nil when refresh was off and nothing needed the engine
+	unlock   func() error
+}
+
+// close releases the state lock and the provider.
+func (p *planned) close() {
+	if p.unlock != nil {
+		_ = p.unlock()
+	}
+	if c, ok := p.provider.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+}
+
+// makePlan loads configuration, locks and reads state, refreshes and
+// builds a plan. The caller must call close on the result.
+func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation string, destroy bool) (*planned, error) {
+	targets, err := parseAddrs("--target", o.Targets)
+	if err != nil {
+		return nil, err
+	}
+	replace, err := parseAddrs("--replace", o.Replace)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := loadConfig(f, o.Vars)
+	if err != nil {
+		return nil, err
+	}
+	p := &planned{cfg: cfg, store: f.Store()}
+	p.unlock, err = p.store.Lock(ctx, operation, o.LockTimeout)
+	if err != nil {
+		return nil, lockError(err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			p.close()
+		}
+	}()
+	p.snap, err = p.store.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var obs plan.Observed
+	if o.Refresh {
+		p.provider, err = f.NewProvider(ctx, cfg.Provider, f.Catalog)
+		if err != nil {
+			return nil, fmt.Errorf("refresh: %w (use --refresh=false to plan without the engine)", err)
+		}
+		if len(p.snap.Records) > 0 {
+			obs, err = apply.Refresh(ctx, p.provider, p.snap, max(o.Parallelism, 8))
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	p.plan, err = plan.Build(cfg, p.snap, obs, plan.Options{
+		Now: f.Now(), Targets: targets, Replace: replace, Destroy: destroy})
+	if err != nil {
+		return nil, err
+	}
+	if p.provider != nil {
+		if err := p.provider.Check(ctx, servicesToProvision(p.plan)); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return p, nil
+}
+
+// servicesToProvision lists the services any create or replace will start.
+func servicesToProvision(p *plan.Plan) []string {
+	seen := config.FeatureSet{}
+	for _, c := range p.Changes {
+		if c.Action == plan.Create || c.Action == plan.CreateThenDelete {
+			seen = seen.Union(c.After.Features)
+		}
+	}
+	return seen.Services()
+}
+
+func parseAddrs(flag string, in []string) ([]config.Address, error) {
+	out := make([]config.Address, 0, len(in))
+	for _, s := range in {
+		a, err := config.ParseAddress(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/providers/docker"
+)
+
+// Main runs sandboxer with the process's arguments and streams and returns
+// the exit code.
+func Main() int {
+	f := &Factory{
+		IO: IOStreams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
+			OutTTY: term.IsTerminal(int(os.Stdout.Fd())),
+			ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+			InTTY:  term.IsTerminal(int(os.Stdin.Fd()))},
+		Environ: os.Environ(),
+		Now:     time.Now,
+		Catalog: config.DefaultCatalog(),
+		NewProvider: func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error) {
+			return docker.New(ctx, cfg, cat)
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupt := make(chan struct{})
+	f.Interrupt = interrupt
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		close(interrupt)
+		fmt.Fprintln(f.IO.Err, "\nInterrupt received: no new changes will start; finishing or rolling back those in flight. Press Ctrl-C again to stop at once.")
+		<-sigs
+		cancel()
+	}()
+	return Run(ctx, f, os.Args[1:])
+}
+
+// Run executes one command line against a factory. ctx is the hard
+// context (second Ctrl-C); commands see one that also ends at the first.
+func Run(ctx context.Context, f *Factory, args []string) int {
+	f.hard = ctx
+	soft, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-f.Interrupt:
+			cancel()
+		case <-soft.Done():
+		}
+	}()
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(soft)
+	return exitCode(err, f.IO.Err)
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sandboxer",
+		Short:         "Plan, apply and destroy disposable PostgreSQL and Redis sandboxes declared in HCL",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &ExitError{Code: 1, Err: usageError(c, err)}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.Global.Chdir, "chdir", "", "use `DIR` as the configuration directory")
+	pf.StringVar(&f.Global.State, "state", "", "state file `PATH` (default DIR/.sandboxer/state.db)")
+	pf.BoolVar(&f.Global.NoColor, "no-color", false, "disable colour output (also NO_COLOR)")
+
+	root.AddCommand(
+		newInitCmd(f, nil),
+		newValidateCmd(f, nil),
+		newFmtCmd(f, nil),
+		newPlanCmd(f, nil),
+		newShowCmd(f, nil),
+		newApplyCmd(f, nil),
+		newDestroyCmd(f, nil),
+		newEnvCmd(f, nil),
+		newOutputCmd(f, nil),
+		newStateCmd(f),
+		newVersionCmd(f),
+	)
+	return root
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// StateOptions are the flags of `sandboxer state` subcommands.
+type StateOptions struct {
+	f           *Factory
+	Addr        string
+	LockTimeout time.Duration
+}
+
+func newStateCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "Inspect and edit state",
+		Args:  rangeArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(newStateListCmd(f, nil), newStateShowCmd(f, nil), newStateRmCmd(f, nil))
+	return cmd
+}
+
+func newStateListCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
+	opts := &StateOptions{f: f}
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List sandbox instances in state",
+		Args:  rangeArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			snap, err := f.Store().Snapshot(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, r := range views.SortedRecords(snap) {
+				fmt.Fprintln(f.IO.Out, r.Address)
+			}
+			return nil
+		},
+	}
+}
+
+func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
+	opts := &StateOptions{f: f}
+	return &cobra.Command{
+		Use:   "show ADDR",
+		Short: "Show one sandbox instance (credentials stay hidden)",
+		Args:  rangeArgs(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Addr = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			addr, err := config.ParseAddress(opts.Addr)
+			if err != nil {
+				return err
+			}
+			rec, err := f.Store().Get(cmd.Context(), addr.String())
+			if err != nil {
+				return err
+			}
+			if rec == nil {
+				return fmt.Errorf("%s is not in state (see sandboxer state list)", addr)
+			}
+			views.RecordText(f.IO.Out, rec)
+			return nil
+		},
+	}
+}
+
+func newStateRmCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
+	opts := &StateOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "rm ADDR",
+		Short: "Forget a sandbox instance without destroying it",
+		Args:  rangeArgs(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Addr = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return stateRmRun(cmd, opts)
+		},
+	}
+	cmd.Flags().DurationVar(&opts.LockTimeout, "lock-timeout", 0, "wait this long for the state lock")
+	return cmd
+}
+
+func stateRmRun(cmd *cobra.Command, opts *StateOptions) error {
+	f := opts.f
+	addr, err := config.ParseAddress(opts.Addr)
+	if err != nil {
+		return err
+	}
+	store := f.Store()
+	unlock, err := store.Lock(cmd.Context(), "state rm", opts.LockTimeout)
+	if err != nil {
+		return lockError(err)
+	}
+	defer unlock()
+	rec, err := store.Get(cmd.Context(), addr.String())
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return fmt.Errorf("%s is not in state (see sandboxer state list)", addr)
+	}
+	if err := store.Delete(cmd.Context(), addr.String()); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.Out, "Removed %s from state. Its containers were left running; sandboxer reap removes orphans.\n", addr)
+	return nil
+}

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// ValidateOptions are the flags of `sandboxer validate`.
+type ValidateOptions struct {
+	f    *Factory
+	JSON bool
+	Vars VarOptions
+}
+
+func newValidateCmd(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
+	opts := &ValidateOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the configuration without touching state or Docker",
+		Args:  rangeArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return validateRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
+	opts.Vars.bind(cmd.Flags())
+	return cmd
+}
+
+func validateRun(opts *ValidateOptions) error {
+	f := opts.f
+	cfg, diags := config.Load(f.Dir(), opts.Vars.input(f), f.Catalog)
+	if opts.JSON {
+		if err := views.DiagnosticsJSON(f.IO.Out, diags); err != nil {
+			return err
+		}
+		if diags.HasErrors() {
+			return errReported
+		}
+		return nil
+	}
+	if len(diags) > 0 {
+		renderDiags(f, cfg, diags)
+	}
+	if diags.HasErrors() {
+		return errReported
+	}
+	fmt.Fprintf(f.IO.Out, "Success! The configuration is valid (%d %s, %d %s).\n",
+		len(cfg.Projects), plural(len(cfg.Projects), "project", "projects"),
+		len(cfg.Instances), plural(len(cfg.Instances), "sandbox", "sandboxes"))
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/sandboxer/sandboxer/cmd/sandboxer/internal/cli"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"sandboxer": func() { os.Exit(cli.Main()) },
+	})
+}
+
+// TestScripts runs the end-to-end CLI scenarios in testdata/script.
+// SANDBOXER_UPDATE_GOLDEN=1 rewrites `cmp stdout` golden files in place.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       os.Getenv("SANDBOXER_UPDATE_GOLDEN") != "",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "")
+			for _, k := range []string{"DOCKER_HOST", "SANDBOXER_TEST_POSTGRES_IMAGE", "SANDBOXER_TEST_REDIS_IMAGE"} {
+				if v := os.Getenv(k); v != "" {
+					env.Setenv(k, v)
+				}
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"seedstate": cmdSeedState,
+			"holdlock":  cmdHoldLock,
+		},
+	})
+}
+
+// cmdSeedState writes a state record without Docker, for plan scenarios:
+//
+//	seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N]
+func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N]")
+	}
+	rec := &state.Record{Address: args[1], Project: "seeded", Features: map[string][]string{},
+		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Generation: 1}
+	for _, a := range args[2:] {
+		switch {
+		case a == "expired":
+			rec.ExpiresAt = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+		case strings.HasPrefix(a, "gen="):
+			n, err := strconv.Atoi(strings.TrimPrefix(a, "gen="))
+			ts.Check(err)
+			rec.Generation = n
+		default:
+			svc, feats, _ := strings.Cut(a, "=")
+			rec.Services = append(rec.Services, svc)
+			rec.Features[svc] = []string{}
+			if feats != "" {
+				rec.Features[svc] = strings.Split(feats, ",")
+			}
+		}
+	}
+	ts.Check(state.Open(ts.MkAbs(args[0])).Put(context.Background(), rec))
+}
+
+// cmdHoldLock takes the state lock for the rest of the script, as another
+// sandboxer process would:
+//
+//	holdlock STATEFILE OPERATION
+func cmdHoldLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: holdlock STATEFILE OPERATION")
+	}
+	unlock, err := state.Open(ts.MkAbs(args[0])).Lock(context.Background(), args[1], 0)
+	if err != nil {
+		ts.Fatalf("holdlock: %v", err)
+	}
+	ts.Defer(func() {
+		if err := unlock(); err != nil {
+			fmt.Fprintln(os.Stderr, "unlock:", err)
+		}
+	})
+}

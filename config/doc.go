@@ -1,0 +1,23 @@
+// Package config turns a directory of *.sbx.hcl files into a typed,
+// validated model: variables with their final values, the docker provider
+// with defaults applied, projects, sandbox blocks, their expanded instances
+// with effective service and feature sets, and outputs.
+//
+// Decoding runs in phases, as Terraform's configs package does: variables
+// (defaults, SBX_VAR_ environment, --var-file, --var), then locals, then the
+// evaluation context, then provider, projects, sandboxes and outputs. The
+// built-in Catalog is the security boundary: every service and feature a
+// configuration names is checked against it here, at the model boundary.
+//
+// Problems are reported as hcl.Diagnostics with source ranges and are never
+// turned into strings in this package; the CLI renders them. Load always
+// returns a non-nil *Config whose Dir, Sources and Files are populated, so
+// errors can be rendered with snippets even when loading failed; the other
+// fields of a Config that came with error diagnostics are partial and must
+// not be used.
+//
+// This package must never do I/O beyond reading the configuration directory
+// and the --var-file files it is given, never read the process environment
+// or flags directly (they come in through Input), and never touch state or
+// Docker.
+package config

@@ -1,0 +1,126 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+var projectBlockSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "services", Required: true},
+		{Name: "extensions"},
+	},
+}
+
+// decodeProjects decodes every project block into Config.Projects.
+func (l *loader) decodeProjects(blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, b := range blocks {
+		name := b.Labels[0]
+		if !validName(name) {
+			diags = append(diags, invalidNameDiag("project", name, b.LabelRanges[0]))
+			continue
+		}
+		if prev, ok := l.cfg.Projects[name]; ok {
+			diags = append(diags, duplicateDiag("project", name, prev.DeclRange, b.DefRange))
+			continue
+		}
+		p, known, more := l.decodeProjectBlock(b)
+		diags = append(diags, more...)
+		l.cfg.Projects[name] = p
+		if !known {
+			l.unknownServices[name] = true
+		}
+	}
+	return diags
+}
+
+// decodeProjectBlock decodes one project. known is false when the services
+// list could not be read: its opted set is then not checked against, so one
+// mistake does not cascade into "not opted in" errors.
+func (l *loader) decodeProjectBlock(b *hcl.Block) (p *Project, known bool, diags hcl.Diagnostics) {
+	p = &Project{Name: b.Labels[0], Services: []string{}, Extensions: FeatureSet{}, DeclRange: b.DefRange}
+	content, diags := b.Body.Content(projectBlockSchema)
+	sc := scope{locals: true}
+	if attr, ok := content.Attributes["services"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		items, ok, more := listItems(v, attr.Expr, "services")
+		diags = append(diags, more...)
+		known = ok
+		var services []string
+		for _, it := range items {
+			if err := l.cat.CheckService(it.Value); err != nil {
+				diags = append(diags, catalogDiag(err, it.Range))
+				continue
+			}
+			services = append(services, it.Value)
+		}
+		p.Services = SortedUnique(services)
+		if ok && len(items) == 0 {
+			diags = append(diags, errorDiag("Empty services list",
+				fmt.Sprintf("Project %q must opt in at least one service; known services: %s.", p.Name, strings.Join(l.cat.Services(), ", ")),
+				attr.Expr.Range()))
+		}
+	}
+	standing := FeatureSet{}
+	if attr, ok := content.Attributes["extensions"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		check := p
+		if !known {
+			check = nil
+		}
+		fs, more := l.featureSet(v, attr.Expr, check, fmt.Sprintf("project.%s", p.Name))
+		diags = append(diags, more...)
+		standing = fs
+	}
+	// Every opted service is present; one without extensions is bare.
+	p.Extensions = standing.Only(p.Services).Normalize()
+	return p, known, diags
+}
+
+// featureSet decodes an extensions map: service → features. Keys must be
+// catalog services the project opts in, and features must be on the
+// allowlist. owner names the block for the fix in the message; p nil skips
+// the opt-in check.
+func (l *loader) featureSet(v cty.Value, expr hcl.Expression, p *Project, owner string) (FeatureSet, hcl.Diagnostics) {
+	items, _, diags := mapItems(v, expr, cty.List(cty.String), "extensions")
+	fs := FeatureSet{}
+	for _, it := range items {
+		if err := l.cat.CheckService(it.Key); err != nil {
+			diags = append(diags, catalogDiag(err, it.KeyRange))
+			continue
+		}
+		if p != nil && !slices.Contains(p.Services, it.Key) {
+			diags = append(diags, errorDiag("Extensions for a service not opted in",
+				fmt.Sprintf("Project %q does not opt in %q (%s). Add %q to project.%s services, or remove it from the extensions of %s.",
+					p.Name, it.Key, optedSet(p), it.Key, p.Name, owner),
+				it.KeyRange))
+			continue
+		}
+		feats, _, more := listItems(it.Value, it.ValueExpr, "extensions")
+		diags = append(diags, more...)
+		fs[it.Key] = []string{}
+		for _, f := range feats {
+			if err := l.cat.CheckFeature(it.Key, f.Value); err != nil {
+				diags = append(diags, catalogDiag(err, f.Range))
+				continue
+			}
+			fs[it.Key] = append(fs[it.Key], f.Value)
+		}
+	}
+	return fs.Normalize(), diags
+}
+
+// optedSet describes a project's opted-in services for messages.
+func optedSet(p *Project) string {
+	if len(p.Services) == 0 {
+		return "it opts in no services"
+	}
+	return "it opts in: " + strings.Join(p.Services, ", ")
+}

@@ -1,0 +1,175 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+var providerBlockSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "host"},
+		{Name: "memory_mb"},
+		{Name: "pids_limit"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "image", LabelNames: []string{"service"}}},
+}
+
+var imageBlockSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "ref", Required: true},
+		{Name: "modules"},
+	},
+}
+
+// Provider defaults, used when the provider block or an attribute is absent.
+const (
+	DefaultMemoryMB  = 1024
+	DefaultPidsLimit = 1024
+)
+
+// defaultImageRef is the image a catalog service runs when the provider
+// does not name one. A service without a known default runs the image of
+// its own name.
+func defaultImageRef(service string) string {
+	switch service {
+	case "postgres":
+		return "postgres:17"
+	case "redis":
+		return "redis:8"
+	}
+	return service
+}
+
+// decodeProvider decodes the single optional provider block and fills in
+// defaults, so Config.Provider is always set and names an image for every
+// catalog service.
+func (l *loader) decodeProvider(blocks hcl.Blocks) hcl.Diagnostics {
+	p := &Provider{Images: map[string]Image{}, MemoryMB: DefaultMemoryMB, PidsLimit: DefaultPidsLimit}
+	l.cfg.Provider = p
+	var diags hcl.Diagnostics
+	for i, b := range blocks {
+		if i > 0 {
+			diags = append(diags, duplicateDiag("provider", b.Labels[0], blocks[0].DefRange, b.DefRange))
+			continue
+		}
+		if b.Labels[0] != "docker" {
+			diags = append(diags, errorDiag("Unsupported provider",
+				fmt.Sprintf("There is no provider named %q; sandboxer supports only the \"docker\" provider.", b.Labels[0]),
+				b.LabelRanges[0]))
+			continue
+		}
+		diags = append(diags, l.decodeProviderBlock(p, b)...)
+	}
+	for _, svc := range l.cat.Services() {
+		if _, ok := p.Images[svc]; !ok {
+			p.Images[svc] = Image{Ref: defaultImageRef(svc)}
+		}
+	}
+	return diags
+}
+
+func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics {
+	p.DeclRange = b.DefRange
+	content, diags := b.Body.Content(providerBlockSchema)
+	sc := scope{locals: true}
+	if attr, ok := content.Attributes["host"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		if s, ok, more := typed(v, attr.Expr, cty.String, "host"); ok {
+			p.Host = s.AsString()
+		} else {
+			diags = append(diags, more...)
+		}
+	}
+	for _, name := range []string{"memory_mb", "pids_limit"} {
+		attr, ok := content.Attributes[name]
+		if !ok {
+			continue
+		}
+		n, ok, more := l.positiveInt(attr, sc)
+		diags = append(diags, more...)
+		if !ok {
+			continue
+		}
+		if name == "memory_mb" {
+			p.MemoryMB = n
+		} else {
+			p.PidsLimit = n
+		}
+	}
+	seen := map[string]hcl.Range{}
+	for _, ib := range content.Blocks {
+		svc := ib.Labels[0]
+		if err := l.cat.CheckService(svc); err != nil {
+			diags = append(diags, catalogDiag(err, ib.LabelRanges[0]))
+			continue
+		}
+		if prev, ok := seen[svc]; ok {
+			diags = append(diags, duplicateDiag("image", svc, prev, ib.DefRange))
+			continue
+		}
+		seen[svc] = ib.DefRange
+		img, more := l.decodeImageBlock(svc, ib)
+		diags = append(diags, more...)
+		p.Images[svc] = img
+	}
+	return diags
+}
+
+func (l *loader) decodeImageBlock(svc string, b *hcl.Block) (Image, hcl.Diagnostics) {
+	img := Image{Ref: defaultImageRef(svc)}
+	content, diags := b.Body.Content(imageBlockSchema)
+	sc := scope{locals: true}
+	if attr, ok := content.Attributes["ref"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		s, ok, more := typed(v, attr.Expr, cty.String, "ref")
+		diags = append(diags, more...)
+		if ok && s.AsString() == "" {
+			diags = append(diags, errorDiag("Invalid image reference", "The image reference must not be empty.", attr.Expr.Range()))
+		} else if ok {
+			img.Ref = s.AsString()
+		}
+	}
+	if attr, ok := content.Attributes["modules"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		items, _, more := mapItems(v, attr.Expr, cty.String, "modules")
+		diags = append(diags, more...)
+		for _, it := range items {
+			// A module can only switch on a feature the allowlist permits.
+			if err := l.cat.CheckFeature(svc, it.Key); err != nil {
+				diags = append(diags, catalogDiag(err, it.KeyRange))
+				continue
+			}
+			if it.Value.IsNull() || it.Value.AsString() == "" {
+				diags = append(diags, errorDiag("Invalid module path",
+					fmt.Sprintf("The module path for feature %q must be a non-empty path inside the image.", it.Key), it.ValueExpr.Range()))
+				continue
+			}
+			if img.Modules == nil {
+				img.Modules = map[string]string{}
+			}
+			img.Modules[it.Key] = it.Value.AsString()
+		}
+	}
+	return img, diags
+}
+
+// positiveInt evaluates an attribute that must be a whole number above 0.
+func (l *loader) positiveInt(attr *hcl.Attribute, sc scope) (int64, bool, hcl.Diagnostics) {
+	v, diags := l.ev.eval(attr.Expr, sc)
+	n, ok, more := typed(v, attr.Expr, cty.Number, attr.Name)
+	diags = append(diags, more...)
+	if !ok {
+		return 0, false, diags
+	}
+	i, acc := n.AsBigFloat().Int64()
+	if acc != 0 || i <= 0 {
+		return 0, false, append(diags, errorDiag("Invalid value",
+			fmt.Sprintf("%q must be a whole number greater than 0.", attr.Name), attr.Expr.Range()))
+	}
+	return i, true, diags
+}

@@ -1,0 +1,231 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+var sandboxBlockSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "project", Required: true},
+		{Name: "services"},
+		{Name: "extensions"},
+		{Name: "ttl"},
+		{Name: "on_demand"},
+		{Name: "for_each"},
+	},
+}
+
+// decodeSandboxes decodes every sandbox block into Config.Sandboxes and
+// expands them into Config.Instances, sorted by address.
+func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, b := range blocks {
+		name := b.Labels[0]
+		if !validName(name) {
+			diags = append(diags, invalidNameDiag("sandbox", name, b.LabelRanges[0]))
+			continue
+		}
+		if prev, ok := l.cfg.Sandboxes[name]; ok {
+			diags = append(diags, duplicateDiag("sandbox", name, prev.DeclRange, b.DefRange))
+			continue
+		}
+		sb, insts, more := l.decodeSandboxBlock(b)
+		diags = append(diags, more...)
+		l.cfg.Sandboxes[name] = sb
+		l.cfg.Instances = append(l.cfg.Instances, insts...)
+	}
+	sort.Slice(l.cfg.Instances, func(i, j int) bool {
+		return l.cfg.Instances[i].Addr.String() < l.cfg.Instances[j].Addr.String()
+	})
+	return diags
+}
+
+// decodeSandboxBlock decodes one sandbox block and its instances: one per
+// for_each key, or one at sandbox.NAME. An on_demand block yields its
+// template instance at sandbox.NAME; request makes the keyed ones.
+func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Diagnostics) {
+	sb := &Sandbox{Name: b.Labels[0], DeclRange: b.DefRange}
+	content, diags := b.Body.Content(sandboxBlockSchema)
+
+	var p *Project
+	checkOptIn := false
+	if attr, ok := content.Attributes["project"]; ok {
+		var more hcl.Diagnostics
+		p, more = l.projectRef(attr.Expr)
+		diags = append(diags, more...)
+		if p != nil {
+			sb.Project = p.Name
+			checkOptIn = !l.unknownServices[p.Name]
+		}
+	}
+	if attr, ok := content.Attributes["on_demand"]; ok {
+		v, more := l.ev.eval(attr.Expr, blockScope())
+		diags = append(diags, more...)
+		bv, ok, more := typed(v, attr.Expr, cty.Bool, "on_demand")
+		diags = append(diags, more...)
+		sb.OnDemand = ok && bv.True()
+	}
+
+	keys := []eachItem{{}}
+	if attr, ok := content.Attributes["for_each"]; ok {
+		sb.ForEach = true
+		var more hcl.Diagnostics
+		keys, more = l.forEach(attr.Expr)
+		diags = append(diags, more...)
+		if sb.OnDemand {
+			diags = append(diags, errorDiag("Invalid combination of for_each and on_demand",
+				fmt.Sprintf("sandbox.%s sets both. An on_demand sandbox is a template whose instances are keyed by \"sandboxer request --key\", so it cannot also declare its keys with for_each.", sb.Name),
+				attr.NameRange))
+		}
+	}
+
+	var insts []*Instance
+	for _, k := range keys {
+		addr := Address{Name: sb.Name}
+		sc := blockScope()
+		if sb.ForEach {
+			addr = Address{Name: sb.Name, Key: k.key, HasKey: true}
+			each := cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k.key), "value": k.value})
+			sc.each = &each
+		}
+		inst, more := l.decodeInstance(sb, p, checkOptIn, content, addr, sc)
+		diags = append(diags, more...)
+		if inst != nil {
+			insts = append(insts, inst)
+		}
+	}
+	sb.TTL = commonTTL(insts)
+	return sb, insts, diags
+}
+
+// projectRef resolves the project argument, which must be a plain
+// reference project.NAME rather than a computed value.
+func (l *loader) projectRef(expr hcl.Expression) (*Project, hcl.Diagnostics) {
+	tr, diags := hcl.AbsTraversalForExpr(expr)
+	var name string
+	if !diags.HasErrors() && len(tr) == 2 && tr.RootName() == "project" {
+		if a, ok := tr[1].(hcl.TraverseAttr); ok {
+			name = a.Name
+		}
+	}
+	if name == "" {
+		return nil, hcl.Diagnostics{errorDiag("Invalid project reference",
+			"The project argument must be a reference to a project block, like project.billing.", expr.Range())}
+	}
+	p, ok := l.cfg.Projects[name]
+	if !ok {
+		return nil, hcl.Diagnostics{errorDiag("Reference to undeclared project",
+			fmt.Sprintf("A project named %q has not been declared.%s", name, l.ev.declaredProjects()), expr.Range())}
+	}
+	return p, nil
+}
+
+// decodeInstance evaluates the per-instance arguments and computes the
+// effective sets. p is nil when the project is missing: the arguments are
+// still checked, but no instance is produced.
+func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, content *hcl.BodyContent, addr Address, sc scope) (*Instance, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	owner := "sandbox." + sb.Name
+	var requested []string
+	if p != nil {
+		requested = p.Services // default: everything the project opts in
+	}
+	if attr, ok := content.Attributes["services"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		items, ok, more := listItems(v, attr.Expr, "services")
+		diags = append(diags, more...)
+		if ok {
+			requested = nil
+		}
+		if ok && len(items) == 0 {
+			diags = append(diags, errorDiag("Empty services list",
+				fmt.Sprintf("%s must request at least one service. Remove the services argument to request every service its project opts in.", owner),
+				attr.Expr.Range()))
+		}
+		for _, it := range items {
+			if err := l.cat.CheckService(it.Value); err != nil {
+				diags = append(diags, catalogDiag(err, it.Range))
+				continue
+			}
+			if p != nil && checkOptIn && !slices.Contains(p.Services, it.Value) {
+				diags = append(diags, errorDiag("Service not opted in by project",
+					fmt.Sprintf("%s requests %q, but project %q does not opt it in (%s). Add %q to project.%s services, or remove it from %s.",
+						owner, it.Value, p.Name, optedSet(p), it.Value, p.Name, owner),
+					it.Range))
+				continue
+			}
+			requested = append(requested, it.Value)
+		}
+	}
+	override := FeatureSet{}
+	if attr, ok := content.Attributes["extensions"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		check := p
+		if !checkOptIn {
+			check = nil
+		}
+		fs, more := l.featureSet(v, attr.Expr, check, owner)
+		diags = append(diags, more...)
+		override = fs
+	}
+	var ttl time.Duration
+	if attr, ok := content.Attributes["ttl"]; ok {
+		var more hcl.Diagnostics
+		ttl, more = l.ttl(attr, sc)
+		diags = append(diags, more...)
+	}
+	if p == nil {
+		return nil, diags
+	}
+	provision := p.Extensions.Union(override).Only(p.Services)
+	services := SortedUnique(requested)
+	return &Instance{
+		Addr:      addr,
+		Project:   p.Name,
+		Services:  services,
+		Features:  provision.Only(services),
+		Provision: provision,
+		TTL:       ttl,
+		OnDemand:  sb.OnDemand,
+		DeclRange: sb.DeclRange,
+	}, diags
+}
+
+// ttl evaluates a ttl argument: a duration string, "0" for never.
+func (l *loader) ttl(attr *hcl.Attribute, sc scope) (time.Duration, hcl.Diagnostics) {
+	v, diags := l.ev.eval(attr.Expr, sc)
+	s, ok, more := typed(v, attr.Expr, cty.String, "ttl")
+	diags = append(diags, more...)
+	if !ok {
+		return 0, diags
+	}
+	d, err := ParseTTL(s.AsString())
+	if err != nil {
+		return 0, append(diags, errorDiag("Invalid ttl",
+			fmt.Sprintf("%s. A ttl is a duration such as \"30m\", \"4h\" or \"7d\", or \"0\" for a sandbox that never expires.", upperFirst(err.Error())),
+			attr.Expr.Range()))
+	}
+	return d, diags
+}
+
+// commonTTL is the TTL all instances share, or 0 when they differ (or
+// there are none); Instance.TTL is always exact.
+func commonTTL(insts []*Instance) time.Duration {
+	if len(insts) == 0 {
+		return 0
+	}
+	for _, in := range insts[1:] {
+		if in.TTL != insts[0].TTL {
+			return 0
+		}
+	}
+	return insts[0].TTL
+}

@@ -1,0 +1,13 @@
+provider "docker" {
+  memory_mb  = 1.5 # ERROR: Invalid value
+  pids_limit = 0   # ERROR: Invalid value
+  image "mysql" { # ERROR: Unknown service
+    ref = "mysql:8"
+  }
+  image "redis" {
+    ref     = "" # ERROR: Invalid image reference
+    modules = { search = "" } # ERROR: Invalid module path
+  }
+  image "postgres" { # ERROR: Missing required argument
+  }
+}

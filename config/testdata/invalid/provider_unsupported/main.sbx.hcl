@@ -1,0 +1,3 @@
+provider "aws" { # ERROR: Unsupported provider
+  region = "eu-west-1"
+}

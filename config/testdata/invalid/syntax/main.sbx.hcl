@@ -1,0 +1,3 @@
+project "p" {
+  services = ["postgres",, "redis"] # ERROR: Invalid expression
+}

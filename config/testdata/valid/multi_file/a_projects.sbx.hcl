@@ -1,0 +1,3 @@
+project "billing" {
+  services = ["postgres"]
+}

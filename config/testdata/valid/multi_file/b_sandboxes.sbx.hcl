@@ -1,0 +1,4 @@
+sandbox "ci" {
+  project = project.billing
+  ttl     = var.ttl
+}

@@ -1,0 +1,3 @@
+variable "ttl" {
+  default = "30m"
+}

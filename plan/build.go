@@ -1,0 +1,192 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Observation is what refresh saw of one cached instance.
+type Observation struct {
+	Alive bool
+	// Detail says why an instance is not alive, for people.
+	Detail string
+}
+
+// Observed holds refresh results by address. An address missing from it
+// was not checked (refresh off) and counts as alive.
+type Observed map[string]Observation
+
+// Options shape a plan beyond configuration and state.
+type Options struct {
+	Now time.Time
+	// Targets limits the plan to these instances; a block address (no key)
+	// targets every instance of the block. Empty means everything.
+	Targets []config.Address
+	// Replace forces replacement of these instances.
+	Replace []config.Address
+	// Destroy plans the removal of every (targeted) instance in state.
+	Destroy bool
+}
+
+// Build diffs desired instances against state and observations. It is pure:
+// the same inputs always give the same plan.
+func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options) (*Plan, error) {
+	p := &Plan{Lineage: snap.Lineage, Serial: snap.Serial, Destroy: opts.Destroy}
+	for _, a := range opts.Replace {
+		if !slices.ContainsFunc(cfg.Instances, func(in *config.Instance) bool {
+			return targeted(in.Addr.String(), []config.Address{a})
+		}) {
+			return nil, fmt.Errorf("--replace %s: no such sandbox instance in the configuration", a)
+		}
+	}
+	desired := make(map[string]*config.Instance, len(cfg.Instances))
+	for _, in := range cfg.Instances {
+		desired[in.Addr.String()] = in
+	}
+	if opts.Destroy {
+		for addr, rec := range snap.Records {
+			if targeted(addr, opts.Targets) {
+				p.Changes = append(p.Changes, deleteChange(rec, ReasonNone))
+			}
+		}
+	} else {
+		for addr, in := range desired {
+			if in.OnDemand || !targeted(addr, opts.Targets) {
+				continue
+			}
+			p.Changes = append(p.Changes, decide(in, snap.Records[addr], obs, opts))
+		}
+		for addr, rec := range snap.Records {
+			if !targeted(addr, opts.Targets) {
+				continue
+			}
+			if c := decideOrphan(cfg, desired[addr], rec, opts.Now); c != nil {
+				p.Changes = append(p.Changes, c)
+			}
+		}
+	}
+	sort.Slice(p.Changes, func(i, j int) bool {
+		return p.Changes[i].Addr.String() < p.Changes[j].Addr.String()
+	})
+	return p, nil
+}
+
+// decide applies the cache rule (SPEC §3) to one declared instance.
+func decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) *Change {
+	c := &Change{Addr: in.Addr, Project: in.Project, Requested: in.Features, TTL: in.TTL}
+	if rec == nil {
+		c.Action, c.Reason = Create, ReasonNew
+		c.After = &Sandbox{Services: in.Provision.Services(), Features: in.Provision}
+		return c
+	}
+	cached := recordSandbox(rec)
+	c.PriorGeneration = rec.Generation
+	if o, seen := obs[rec.Address]; seen && !o.Alive {
+		// A dead instance is evicted: its replacement starts from the
+		// configuration, not from what the dead one held.
+		c.Action, c.Reason, c.Evict, c.Detail = Create, ReasonDead, true, o.Detail
+		c.After = &Sandbox{Services: in.Provision.Services(), Features: in.Provision}
+		return c
+	}
+	c.Before = cached
+	union := cached.Features.Union(in.Provision)
+	replaceWith := func(r Reason) *Change {
+		c.Action, c.Reason = CreateThenDelete, r
+		c.After = &Sandbox{Services: union.Services(), Features: union}
+		return c
+	}
+	switch {
+	case len(opts.Replace) > 0 && targeted(in.Addr.String(), opts.Replace):
+		return replaceWith(ReasonReplaceByRequest)
+	case expired(rec, opts.Now):
+		return replaceWith(ReasonExpired)
+	}
+	if missing := missingServices(cached.Services, in.Services); len(missing) > 0 {
+		c.MissingServices = missing
+		c.MissingFeatures = cached.Features.Missing(in.Features.Only(missing))
+		return replaceWith(ReasonServiceSuperset)
+	}
+	if missing := cached.Features.Missing(in.Features); len(missing) > 0 {
+		c.MissingFeatures = missing
+		return replaceWith(ReasonFeatureSuperset)
+	}
+	c.Action, c.Reason = NoOp, ReasonCachedSuperset
+	c.After = cached
+	return c
+}
+
+// decideOrphan plans a state record whose declared instance is gone or
+// which is an on-demand instance (those are never planned by decide).
+func decideOrphan(cfg *config.Config, in *config.Instance, rec *state.Record, now time.Time) *Change {
+	if in != nil && !in.OnDemand {
+		return nil // decide handled it
+	}
+	addr, err := config.ParseAddress(rec.Address)
+	if err != nil {
+		addr = config.Address{Name: rec.Address}
+	}
+	block, declared := cfg.Sandboxes[addr.Name]
+	if !declared || !block.OnDemand || !addr.HasKey {
+		return deleteChange(rec, ReasonNoConfig)
+	}
+	if expired(rec, now) {
+		return deleteChange(rec, ReasonExpired)
+	}
+	cached := recordSandbox(rec)
+	return &Change{Addr: addr, Project: rec.Project, Action: NoOp, Reason: ReasonCachedSuperset,
+		Before: cached, After: cached, PriorGeneration: rec.Generation}
+}
+
+func deleteChange(rec *state.Record, r Reason) *Change {
+	addr, err := config.ParseAddress(rec.Address)
+	if err != nil {
+		addr = config.Address{Name: rec.Address}
+	}
+	return &Change{Addr: addr, Project: rec.Project, Action: Delete, Reason: r,
+		Before: recordSandbox(rec), PriorGeneration: rec.Generation}
+}
+
+func recordSandbox(rec *state.Record) *Sandbox {
+	fs := config.FeatureSet{}
+	for _, svc := range rec.Services {
+		fs[svc] = rec.Features[svc]
+	}
+	fs = fs.Normalize()
+	return &Sandbox{Services: fs.Services(), Features: fs}
+}
+
+func expired(rec *state.Record, now time.Time) bool {
+	return !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt)
+}
+
+func missingServices(have, want []string) []string {
+	var out []string
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// targeted reports whether addr is selected by targets (all when empty).
+func targeted(addr string, targets []config.Address) bool {
+	if len(targets) == 0 {
+		return true
+	}
+	a, err := config.ParseAddress(addr)
+	if err != nil {
+		return false
+	}
+	for _, t := range targets {
+		if t == a || (!t.HasKey && t.Name == a.Name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,96 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/go-connections/nat"
+)
+
+// loopback is the only host address ports are published on.
+const loopback = "127.0.0.1"
+
+// containerSpec is what differs between services; everything else about a
+// container (limits, security, publishing, labels) is the same for all.
+type containerSpec struct {
+	Service string
+	Image   string
+	Env     []string
+	Cmd     []string
+	Port    nat.Port          // container port to publish, e.g. "5432/tcp"
+	Tmpfs   map[string]string // path → mount options
+}
+
+// createContainer creates (does not start) one service's container on the
+// instance network and records it in b so a failure can remove it.
+func (p *Provider) createContainer(ctx context.Context, b *build, spec containerSpec) (string, error) {
+	name := containerName(b.req.Lineage, b.req.Address, b.req.Generation, spec.Service)
+	cfg := &container.Config{
+		Image:        spec.Image,
+		Env:          spec.Env,
+		Cmd:          spec.Cmd,
+		Hostname:     spec.Service,
+		ExposedPorts: nat.PortSet{spec.Port: struct{}{}},
+		Labels:       serviceLabels(b.req.Address, b.req.Lineage, b.req.Generation, spec.Service),
+	}
+	host := &container.HostConfig{
+		PortBindings: nat.PortMap{spec.Port: []nat.PortBinding{{HostIP: loopback, HostPort: ""}}},
+		Privileged:   false,
+		SecurityOpt:  []string{"no-new-privileges"},
+		Tmpfs:        spec.Tmpfs,
+		AutoRemove:   false, // a crashed container must stay so its log can be read
+	}
+	if p.cfg.MemoryMB > 0 {
+		host.Memory = p.cfg.MemoryMB * 1024 * 1024
+	}
+	if p.cfg.PidsLimit > 0 {
+		limit := p.cfg.PidsLimit
+		host.PidsLimit = &limit
+	}
+	netCfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		b.netName: {Aliases: []string{spec.Service}},
+	}}
+	resp, err := p.cli.ContainerCreate(ctx, cfg, host, netCfg, nil, name)
+	if err != nil {
+		return "", p.engineErr("create container "+name, err)
+	}
+	b.addContainer(spec.Service, resp.ID, name)
+	return resp.ID, nil
+}
+
+// startContainer starts a created container and returns the host port the
+// engine picked for port.
+func (p *Provider) startContainer(ctx context.Context, id, name string, port nat.Port) (int, error) {
+	if err := p.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return 0, p.engineErr("start container "+name, err)
+	}
+	ci, err := p.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return 0, p.engineErr("inspect container "+name, err)
+	}
+	if ci.NetworkSettings != nil {
+		for _, b := range ci.NetworkSettings.Ports[port] {
+			if b.HostIP == loopback && b.HostPort != "" {
+				return strconv.Atoi(b.HostPort)
+			}
+		}
+	}
+	if ci.State != nil && !ci.State.Running {
+		return 0, fmt.Errorf("container exited during start with code %d", ci.State.ExitCode)
+	}
+	return 0, fmt.Errorf("container %s has no host port published for %s", name, port)
+}
+
+// removeContainer force-removes a container with its anonymous volumes; one
+// already gone counts as removed.
+func (p *Provider) removeContainer(ctx context.Context, id string) error {
+	err := p.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	return p.engineErr("remove container", err)
+}

@@ -1,0 +1,228 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// build is one Create in progress: what exists so far, for cleanup, and the
+// results of each service.
+type build struct {
+	req     apply.CreateRequest
+	netName string
+	scrub   scrubber // every secret of this instance; filled before any start
+
+	mu         sync.Mutex
+	containers map[string]string // service → id
+	names      map[string]string // service → container name
+	creds      map[string]state.Credentials
+	available  map[string][]string
+}
+
+func (b *build) addContainer(service, id, name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.containers[service] = id
+	b.names[service] = name
+}
+
+func (b *build) done(service string, c state.Credentials, available []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.creds[service] = c
+	b.available[service] = available
+}
+
+// Create provisions one instance: a bridge network and, concurrently, one
+// ready container per service. On any failure it removes everything it made
+// and returns an error quoting the failing container's log, scrubbed of
+// secrets.
+//
+// Create owns the (address, lineage, generation) triple: resources already
+// labelled with it can only be leftovers of an interrupted Create (state is
+// written after Create returns), so they are removed first.
+func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
+	if err := p.validate(req); err != nil {
+		return nil, fmt.Errorf("create %s: %w", req.Address, err)
+	}
+	b := &build{
+		req:        req,
+		netName:    networkName(req.Lineage, req.Address, req.Generation),
+		containers: map[string]string{},
+		names:      map[string]string{},
+		creds:      map[string]state.Credentials{},
+		available:  map[string][]string{},
+	}
+	creds, err := p.newCredentials(req.Features.Services())
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", req.Address, err)
+	}
+	for _, c := range creds {
+		b.scrub.add(c.Password, c.AdminPassword)
+		if p.onSecrets != nil {
+			p.onSecrets(c.Password.Reveal(), c.AdminPassword.Reveal())
+		}
+	}
+
+	created, err := p.create(ctx, b, creds)
+	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted: the engine call that noticed says nothing useful.
+			err = fmt.Errorf("interrupted (%w); removed what was created", ctx.Err())
+		}
+		if cerr := p.cleanup(ctx, b); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("cleanup after failure: %w", cerr))
+		}
+		return nil, b.scrub.err(fmt.Errorf("create %s: %w", req.Address, err))
+	}
+	return created, nil
+}
+
+func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.Credentials) (*apply.Created, error) {
+	req := b.req
+	if err := p.sweep(ctx, req.Address, req.Lineage, req.Generation); err != nil {
+		return nil, fmt.Errorf("remove leftovers of an interrupted create: %w", err)
+	}
+	netID, err := p.createNetwork(ctx, b.netName, instanceLabels(req.Address, req.Lineage, req.Generation))
+	if err != nil {
+		return nil, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, svc := range req.Features.Services() {
+		feats := req.Features[svc]
+		g.Go(func() error {
+			var err error
+			switch svc {
+			case "postgres":
+				err = p.startPostgres(gctx, b, feats, creds[svc])
+			case "redis":
+				err = p.startRedis(gctx, b, feats, creds[svc])
+			default:
+				err = fmt.Errorf("service %s is not supported by the docker provider", svc)
+			}
+			return p.withLog(gctx, b, svc, err)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return &apply.Created{
+		Credentials: b.creds,
+		Resources: state.Resources{
+			Network:    netID,
+			Containers: b.containers,
+		},
+		AvailableExtensions: b.available,
+	}, nil
+}
+
+// withLog attaches the tail of the service container's log to its error.
+// A service that failed only because a sibling failed first (ctx, the
+// group's context, is cancelled) gets no log: errgroup reports the first
+// error anyway.
+func (p *Provider) withLog(ctx context.Context, b *build, svc string, err error) error {
+	if err == nil {
+		return nil
+	}
+	b.mu.Lock()
+	id, name := b.containers[svc], b.names[svc]
+	b.mu.Unlock()
+	if id == "" || ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", svc, err)
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrub.text(p.logTail(lctx, id, logTailLines))}
+}
+
+// cleanup removes what a failed Create made. It uses a fresh context so that
+// an interrupt (a cancelled ctx) still cleans up. The label sweep also
+// catches a container the engine created after our request was cancelled.
+func (p *Provider) cleanup(ctx context.Context, b *build) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	b.mu.Lock()
+	ids := make([]string, 0, len(b.containers))
+	for _, id := range b.containers {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		errs = append(errs, p.removeContainer(cctx, id))
+	}
+	errs = append(errs, p.sweep(cctx, b.req.Address, b.req.Lineage, b.req.Generation))
+	return errors.Join(errs...)
+}
+
+// validate re-checks the request against the catalog: it is the security
+// boundary, so the provider does not rely on config validation alone.
+func (p *Provider) validate(req apply.CreateRequest) error {
+	if req.Address == "" || req.Lineage == "" || req.Generation < 1 {
+		return fmt.Errorf("invalid request: address, lineage and a generation ≥ 1 are required")
+	}
+	if len(req.Features) == 0 {
+		return errors.New("invalid request: no services")
+	}
+	for _, svc := range req.Features.Services() {
+		for _, f := range req.Features[svc] {
+			if err := p.cat.CheckFeature(svc, f); err != nil {
+				return err
+			}
+		}
+		if err := p.cat.CheckService(svc); err != nil {
+			return err
+		}
+		if _, err := p.image(svc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newCredentials generates fresh random passwords for every service.
+func (p *Provider) newCredentials(services []string) (map[string]state.Credentials, error) {
+	out := map[string]state.Credentials{}
+	for _, svc := range services {
+		app, err := newPassword()
+		if err != nil {
+			return nil, err
+		}
+		admin, err := newPassword()
+		if err != nil {
+			return nil, err
+		}
+		c := state.Credentials{
+			Host:          loopback,
+			User:          appUser,
+			Password:      app,
+			AdminUser:     adminUser,
+			AdminPassword: admin,
+		}
+		if svc == "postgres" {
+			c.Database = appDatabase
+		}
+		out[svc] = c
+	}
+	return out, nil
+}
+
+// intersect returns the sorted elements of a that are in b.
+func intersect(a, b []string) []string {
+	out := []string{}
+	for _, x := range a {
+		if slices.Contains(b, x) && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

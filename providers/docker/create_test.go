@@ -1,0 +1,362 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// TestCreatePostgresRedis creates one postgres[vector] + redis[search]
+// instance and runs every read-only assertion against it, then the
+// destructive ones (container removed by hand, Delete, Delete again).
+func TestCreatePostgresRedis(t *testing.T) {
+	t.Parallel()
+	p, secrets := newTestProvider(t)
+	lineage := newLineage(t, p)
+	ctx := context.Background()
+	req := apply.CreateRequest{
+		Address:    `sandbox.it["shared"]`,
+		Lineage:    lineage,
+		Generation: 1,
+		Features:   config.FeatureSet{"postgres": {"vector"}, "redis": {"search"}},
+	}
+	start := time.Now()
+	created, err := p.Create(ctx, req)
+	secrets.assertClean(t, err)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Logf("create postgres[vector]+redis[search]: %s", time.Since(start).Round(time.Millisecond))
+	rec := recordFor(req, created)
+	pg, rd := created.Credentials["postgres"], created.Credentials["redis"]
+
+	t.Run("credentials", func(t *testing.T) {
+		for svc, c := range created.Credentials {
+			if c.Host != "127.0.0.1" || c.Port == 0 || c.User == "" || c.Password == "" {
+				t.Errorf("%s: incomplete credentials: host=%s port=%d user=%s", svc, c.Host, c.Port, c.User)
+			}
+			if c.AdminUser == c.User || c.AdminPassword == c.Password || c.AdminPassword == "" {
+				t.Errorf("%s: admin and app credentials are not distinct", svc)
+			}
+		}
+		if pg.Database == "" {
+			t.Error("postgres: no database")
+		}
+		if pg.Password == rd.Password {
+			t.Error("postgres and redis share a password")
+		}
+		for _, want := range []string{"vector", "postgis", "pg_trgm", "uuid-ossp"} {
+			if !slices.Contains(created.AvailableExtensions["postgres"], want) {
+				t.Errorf("available postgres extensions %v lack %q", created.AvailableExtensions["postgres"], want)
+			}
+		}
+		for _, never := range []string{"plpython3u", "file_fdw", "dblink", "plpgsql", "timescaledb"} {
+			if slices.Contains(created.AvailableExtensions["postgres"], never) {
+				t.Errorf("available postgres extensions list %q", never)
+			}
+		}
+		if !slices.IsSorted(created.AvailableExtensions["postgres"]) {
+			t.Error("available postgres extensions are not sorted")
+		}
+		if !slices.Contains(created.AvailableExtensions["redis"], "search") {
+			t.Errorf("available redis features %v lack search", created.AvailableExtensions["redis"])
+		}
+	})
+
+	t.Run("probe", func(t *testing.T) {
+		if err := p.Probe(ctx, rec); err != nil {
+			t.Fatalf("Probe: %v", err)
+		}
+	})
+
+	t.Run("postgres app role", func(t *testing.T) {
+		conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database)
+		if err != nil {
+			t.Fatalf("connect as app: %v", err)
+		}
+		defer conn.Close(ctx)
+		var super, createRole, createDB bool
+		if err := conn.QueryRow(ctx, "SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user").
+			Scan(&super, &createRole, &createDB); err != nil {
+			t.Fatal(err)
+		}
+		if super || createRole || createDB {
+			t.Errorf("app role: superuser=%v createrole=%v createdb=%v, want all false", super, createRole, createDB)
+		}
+		var owner string
+		if err := conn.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()").Scan(&owner); err != nil {
+			t.Fatal(err)
+		}
+		if owner != pg.User {
+			t.Errorf("database owner %q, want %q", owner, pg.User)
+		}
+		// Untrusted extensions need a superuser, whatever the allowlist says.
+		for _, ext := range []string{"postgis", "file_fdw"} {
+			_, err := conn.Exec(ctx, fmt.Sprintf("CREATE EXTENSION %q", ext))
+			wantSQLState(t, err, "42501", "CREATE EXTENSION "+ext)
+		}
+		_, err = conn.Exec(ctx, "ALTER ROLE "+pg.User+" SUPERUSER")
+		wantSQLState(t, err, "42501", "ALTER ROLE SUPERUSER")
+		_, err = conn.Exec(ctx, "COPY (SELECT 1) TO PROGRAM 'true'")
+		wantSQLState(t, err, "42501", "COPY TO PROGRAM")
+		// The requested extension is there and usable by the app role.
+		for _, q := range []string{
+			"CREATE TABLE items (id bigserial PRIMARY KEY, embedding vector(3))",
+			"INSERT INTO items (embedding) VALUES ('[1,2,3]'), ('[4,5,6]')",
+		} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		var nearest int
+		if err := conn.QueryRow(ctx, "SELECT id FROM items ORDER BY embedding <-> '[4,5,5]' LIMIT 1").Scan(&nearest); err != nil || nearest != 2 {
+			t.Errorf("vector query: id=%d err=%v", nearest, err)
+		}
+	})
+
+	t.Run("postgres admin is not handed out", func(t *testing.T) {
+		// The admin exists and works, but only sandboxer has it.
+		if err := pgPing(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres"); err != nil {
+			t.Errorf("admin login: %v", err)
+		}
+		if err := pgPing(ctx, pg.Host, pg.Port, pg.AdminUser, pg.Password, "postgres"); err == nil {
+			t.Error("admin accepts the app password")
+		}
+	})
+
+	t.Run("redis app user", func(t *testing.T) {
+		rdb := redisClient(rd.Host, rd.Port, rd.User, rd.Password)
+		defer rdb.Close()
+		if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatalf("SET: %v", err)
+		}
+		if v, err := rdb.Get(ctx, "k").Result(); err != nil || v != "v" {
+			t.Fatalf("GET: %q %v", v, err)
+		}
+		// This form works on RediSearch 1.x and 2.x: 2.x indexes every
+		// hash by default; 1.x needs FT.ADD (gone in later 2.x).
+		if err := rdb.Do(ctx, "FT.CREATE", "idx", "SCHEMA", "title", "TEXT").Err(); err != nil {
+			t.Fatalf("FT.CREATE as app: %v", err)
+		}
+		if err := rdb.HSet(ctx, "doc:1", "title", "hello sandbox").Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := rdb.Do(ctx, "FT.SEARCH", "idx", "sandbox").Slice()
+		if err == nil && len(res) > 0 && res[0] == int64(0) {
+			if err := rdb.Do(ctx, "FT.ADD", "idx", "doc:2", "1.0", "FIELDS", "title", "hello sandbox").Err(); err != nil {
+				t.Fatalf("FT.ADD as app: %v", err)
+			}
+			res, err = rdb.Do(ctx, "FT.SEARCH", "idx", "sandbox").Slice()
+		}
+		if err != nil || len(res) == 0 || res[0] != int64(1) {
+			t.Errorf("FT.SEARCH as app: %v %v", res, err)
+		}
+		for _, cmd := range [][]any{
+			{"MODULE", "LOAD", "/usr/lib/redis/modules/redisearch.so"},
+			{"MODULE", "LIST"},
+			{"CONFIG", "SET", "maxmemory", "1"},
+			{"CONFIG", "GET", "*"},
+			{"DEBUG", "SLEEP", "0"},
+			{"ACL", "SETUSER", "app", "+@all"},
+			{"SHUTDOWN", "NOSAVE"},
+		} {
+			if err := rdb.Do(ctx, cmd...).Err(); err == nil {
+				t.Errorf("%v as app succeeded", cmd)
+			}
+		}
+		// The denial comes from the ACL, not only from the disabled commands.
+		admin := redisClient(rd.Host, rd.Port, rd.AdminUser, rd.AdminPassword)
+		defer admin.Close()
+		for _, cmd := range [][]any{{"MODULE", "LOAD", "x"}, {"CONFIG", "SET", "maxmemory", "1"}, {"DEBUG", "SLEEP", "0"}} {
+			reply, err := admin.Do(ctx, append([]any{"ACL", "DRYRUN", rd.User}, cmd...)...).Text()
+			if err != nil || !strings.Contains(reply, "no permissions") {
+				t.Errorf("ACL DRYRUN %v: %q %v, want a permission refusal", cmd, reply, err)
+			}
+		}
+		// Module debug/config commands have no ACL category on Redis 7.0;
+		// Create denies them by name.
+		exists, err := commandFlags(ctx, admin, []string{"FT.DEBUG", "FT.CONFIG"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"FT.DEBUG", "FT.CONFIG"} {
+			if _, ok := exists[cmd]; !ok {
+				continue
+			}
+			reply, err := admin.Do(ctx, "ACL", "DRYRUN", rd.User, cmd, "x").Text()
+			if err != nil || !strings.Contains(reply, "no permissions") {
+				t.Errorf("ACL DRYRUN %s: %q %v, want a permission refusal", cmd, reply, err)
+			}
+		}
+		if len(exists) == 0 {
+			t.Log("search module has neither FT.DEBUG nor FT.CONFIG")
+		}
+		// The default user is off: no unauthenticated access.
+		anon := redisClient(rd.Host, rd.Port, "", "")
+		defer anon.Close()
+		if err := anon.Ping(ctx).Err(); err == nil {
+			t.Error("PING without AUTH succeeded")
+		}
+	})
+
+	t.Run("labels and engine settings", func(t *testing.T) {
+		wantLabels := map[string]string{
+			LabelManaged:    "true",
+			LabelAddress:    req.Address,
+			LabelLineage:    lineage,
+			LabelGeneration: "1",
+		}
+		for svc, id := range created.Resources.Containers {
+			ci, err := p.cli.ContainerInspect(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkLabels(t, svc+" container", ci.Config.Labels, wantLabels)
+			if ci.Config.Labels[LabelService] != svc {
+				t.Errorf("%s container service label %q", svc, ci.Config.Labels[LabelService])
+			}
+			checkHostConfig(t, svc, ci)
+			checkNoSecret(t, svc, ci, created.Credentials)
+		}
+		n, err := p.cli.NetworkInspect(ctx, created.Resources.Network, network.InspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkLabels(t, "network", n.Labels, wantLabels)
+		if len(n.Containers) != 2 {
+			t.Errorf("network has %d containers, want 2", len(n.Containers))
+		}
+		managed, err := p.ListManaged(ctx, lineage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]int{}
+		for _, m := range managed {
+			kinds[m.Kind]++
+			if m.Address != req.Address || m.Generation != 1 || m.Lineage != lineage {
+				t.Errorf("ListManaged entry %+v", m)
+			}
+		}
+		if kinds[KindContainer] != 2 || kinds[KindNetwork] != 1 || kinds[KindVolume] != 0 {
+			t.Errorf("ListManaged kinds %v, want 2 containers, 1 network, no volumes", kinds)
+		}
+	})
+
+	// Destructive from here on.
+	if err := p.removeContainer(ctx, created.Resources.Containers["redis"]); err != nil {
+		t.Fatal(err)
+	}
+	err = p.Probe(ctx, rec)
+	if !errors.Is(err, apply.ErrNotFound) {
+		t.Errorf("Probe after removing redis by hand: %v, want ErrNotFound", err)
+	}
+	secrets.assertClean(t, err)
+
+	if err := p.Delete(ctx, rec); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	assertNothingLabelled(t, p, lineage)
+	if err := p.Delete(ctx, rec); err != nil {
+		t.Errorf("second Delete: %v", err)
+	}
+	err = p.Probe(ctx, rec)
+	if !errors.Is(err, apply.ErrNotFound) {
+		t.Errorf("Probe after Delete: %v, want ErrNotFound", err)
+	}
+	secrets.assertClean(t, err)
+}
+
+func wantSQLState(t *testing.T, err error, code, what string) {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != code {
+		t.Errorf("%s as app: got %v, want SQLSTATE %s", what, err, code)
+	}
+}
+
+func checkLabels(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s label %s = %q, want %q", what, k, got[k], v)
+		}
+	}
+}
+
+func checkHostConfig(t *testing.T, svc string, ci container.InspectResponse) {
+	t.Helper()
+	hc := ci.HostConfig
+	if hc.Privileged {
+		t.Errorf("%s: privileged", svc)
+	}
+	if !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
+		t.Errorf("%s: SecurityOpt %v lacks no-new-privileges", svc, hc.SecurityOpt)
+	}
+	if hc.Memory != 512<<20 || hc.PidsLimit == nil || *hc.PidsLimit != 512 {
+		t.Errorf("%s: memory %d, pids %v", svc, hc.Memory, hc.PidsLimit)
+	}
+	if len(hc.PortBindings) == 0 {
+		t.Errorf("%s: no port bindings", svc)
+	}
+	for port, bs := range hc.PortBindings {
+		for _, b := range bs {
+			if b.HostIP != "127.0.0.1" {
+				t.Errorf("%s: %s requested on %q", svc, port, b.HostIP)
+			}
+		}
+	}
+	for port, bs := range ci.NetworkSettings.Ports {
+		for _, b := range bs {
+			if b.HostIP != "127.0.0.1" {
+				t.Errorf("%s: %s published on %q", svc, port, b.HostIP)
+			}
+			if n, err := strconv.Atoi(b.HostPort); err != nil || n == 0 {
+				t.Errorf("%s: %s host port %q", svc, port, b.HostPort)
+			}
+		}
+	}
+	for _, m := range ci.Mounts {
+		if m.Type == "volume" {
+			t.Errorf("%s: volume mounted at %s", svc, m.Destination)
+		}
+	}
+	if svc == "postgres" {
+		if _, ok := hc.Tmpfs[defaultPGDATA]; !ok {
+			t.Errorf("postgres: no tmpfs on %s: %v", defaultPGDATA, hc.Tmpfs)
+		}
+	}
+}
+
+// checkNoSecret asserts the container's visible configuration holds no
+// handed-out secret (the postgres admin password is in its env by the
+// image contract and is never handed out).
+func checkNoSecret(t *testing.T, svc string, ci container.InspectResponse, creds map[string]state.Credentials) {
+	t.Helper()
+	visible := strings.Join(append(append(append([]string{ci.Name}, ci.Config.Cmd...), ci.Config.Env...), ci.Args...), " ")
+	for k, v := range ci.Config.Labels {
+		visible += " " + k + "=" + v
+	}
+	for csvc, c := range creds {
+		if strings.Contains(visible, c.Password.Reveal()) {
+			t.Errorf("%s container config shows the %s app password", svc, csvc)
+		}
+		if csvc != svc || svc != "postgres" {
+			if strings.Contains(visible, c.AdminPassword.Reveal()) {
+				t.Errorf("%s container config shows the %s admin password", svc, csvc)
+			}
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/pkg/jsonmessage"
+)
+
+// Check reports whether every service's image is present locally, trying a
+// pull for those that are not. It runs at plan time so a missing image shows
+// before apply changes anything.
+func (p *Provider) Check(ctx context.Context, services []string) error {
+	for _, svc := range services {
+		if err := p.cat.CheckService(svc); err != nil {
+			return fmt.Errorf("check %s: %w", svc, err)
+		}
+		img, err := p.image(svc)
+		if err != nil {
+			return fmt.Errorf("check %s: %w", svc, err)
+		}
+		if err := p.ensureImage(ctx, svc, img.Ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Provider) ensureImage(ctx context.Context, service, ref string) error {
+	_, err := p.cli.ImageInspect(ctx, ref)
+	if err == nil {
+		return nil
+	}
+	if !cerrdefs.IsNotFound(err) {
+		return p.engineErr(fmt.Sprintf("inspect image %q for service %s", ref, service), err)
+	}
+	if perr := p.pull(ctx, ref); perr != nil {
+		return fmt.Errorf("image %q for service %s is not available locally and could not be pulled: %w; "+
+			"build it or set provider \"docker\" { image %q { ref = \"…\" } }", ref, service, perr, service)
+	}
+	return nil
+}
+
+// pull fetches ref; errors can arrive in the progress stream, after the
+// request itself succeeded, so the stream is read to the end.
+func (p *Provider) pull(ctx context.Context, ref string) error {
+	rc, err := p.cli.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
+}
+
+// inspectImage returns the local image for a service, with an error in the
+// same words as Check when it is missing (Create never pulls).
+func (p *Provider) inspectImage(ctx context.Context, service, ref string) (image.InspectResponse, error) {
+	ii, err := p.cli.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return ii, fmt.Errorf("image %q for service %s is not available locally; "+
+			"run `sandboxer plan` to check images, build it, or set provider \"docker\" { image %q { ref = \"…\" } }",
+			ref, service, service)
+	}
+	if err != nil {
+		return ii, p.engineErr(fmt.Sprintf("inspect image %q", ref), err)
+	}
+	return ii, nil
+}
+
+// imageEnv returns the value of an environment variable baked into an image.
+func imageEnv(ii image.InspectResponse, key string) string {
+	if ii.Config == nil {
+		return ""
+	}
+	for _, kv := range ii.Config.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// tmpfsMounts puts a tmpfs on every path the image declares as a VOLUME,
+// plus extra: a mount at a VOLUME path stops the engine from creating an
+// anonymous volume there, which would outlive a `docker rm` without -v and
+// slow every start. Sandboxes are disposable, so nothing needs to persist.
+func tmpfsMounts(ii image.InspectResponse, extra ...string) map[string]string {
+	m := map[string]string{}
+	if ii.Config != nil {
+		for path := range ii.Config.Volumes {
+			m[path] = ""
+		}
+	}
+	for _, path := range extra {
+		m[path] = ""
+	}
+	return m
+}
+
+// sortedKeys returns the keys of a set, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,178 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+)
+
+// Label keys put on every container, network and volume this package makes.
+const (
+	LabelManaged    = "dev.sandboxer.managed"
+	LabelAddress    = "dev.sandboxer.address"
+	LabelLineage    = "dev.sandboxer.lineage"
+	LabelGeneration = "dev.sandboxer.generation"
+	LabelService    = "dev.sandboxer.service" // containers only
+)
+
+// Kinds of managed resources, in the order they must be removed.
+const (
+	KindContainer = "container"
+	KindNetwork   = "network"
+	KindVolume    = "volume"
+)
+
+// Managed is one engine resource carrying sandboxer labels.
+type Managed struct {
+	Kind       string // KindContainer, KindNetwork or KindVolume
+	ID         string // container/network id, volume name
+	Name       string
+	Address    string
+	Lineage    string
+	Generation int // 0 when the label is missing or malformed
+	Service    string
+}
+
+// instanceLabels are the labels of every resource of one instance.
+func instanceLabels(address, lineage string, generation int) map[string]string {
+	return map[string]string{
+		LabelManaged:    "true",
+		LabelAddress:    address,
+		LabelLineage:    lineage,
+		LabelGeneration: strconv.Itoa(generation),
+	}
+}
+
+// serviceLabels adds the service label for a container.
+func serviceLabels(address, lineage string, generation int, service string) map[string]string {
+	l := instanceLabels(address, lineage, generation)
+	l[LabelService] = service
+	return l
+}
+
+func managedFrom(kind, id, name string, labels map[string]string) Managed {
+	gen, _ := strconv.Atoi(labels[LabelGeneration])
+	return Managed{
+		Kind:       kind,
+		ID:         id,
+		Name:       name,
+		Address:    labels[LabelAddress],
+		Lineage:    labels[LabelLineage],
+		Generation: gen,
+		Service:    labels[LabelService],
+	}
+}
+
+// ListManaged returns every container (running or not), network and volume
+// labelled as managed by sandboxer with the given lineage; an empty lineage
+// lists those of every lineage. The orphan reaper compares this with state.
+func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]Managed, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	if lineage != "" {
+		f.Add("label", LabelLineage+"="+lineage)
+	}
+	var out []Managed
+	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, p.engineErr("list containers", err)
+	}
+	for _, c := range cs {
+		name := ""
+		if len(c.Names) > 0 {
+			name = trimSlash(c.Names[0])
+		}
+		out = append(out, managedFrom(KindContainer, c.ID, name, c.Labels))
+	}
+	ns, err := p.cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		return nil, p.engineErr("list networks", err)
+	}
+	for _, n := range ns {
+		out = append(out, managedFrom(KindNetwork, n.ID, n.Name, n.Labels))
+	}
+	vs, err := p.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	if err != nil {
+		return nil, p.engineErr("list volumes", err)
+	}
+	for _, v := range vs.Volumes {
+		out = append(out, managedFrom(KindVolume, v.Name, v.Name, v.Labels))
+	}
+	return out, nil
+}
+
+// DeleteManaged removes the given resources: containers first (forced, with
+// their anonymous volumes), then networks, then volumes, so nothing is still
+// in use when its turn comes. Resources already gone count as removed. It
+// tries every item and returns all failures joined.
+func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
+	order := map[string]int{KindContainer: 0, KindNetwork: 1, KindVolume: 2}
+	sorted := append([]Managed(nil), items...)
+	sort.SliceStable(sorted, func(i, j int) bool { return order[sorted[i].Kind] < order[sorted[j].Kind] })
+	var errs []error
+	for _, m := range sorted {
+		var err error
+		switch m.Kind {
+		case KindContainer:
+			err = p.removeContainer(ctx, m.ID)
+		case KindNetwork:
+			err = p.removeNetwork(ctx, m.ID)
+		case KindVolume:
+			err = p.cli.VolumeRemove(ctx, m.ID, true)
+			if cerrdefs.IsNotFound(err) {
+				err = nil
+			}
+		default:
+			err = fmt.Errorf("unknown kind %q", m.Kind)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove %s %s: %w", m.Kind, displayName(m), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweep removes everything labelled with one instance's address, lineage and
+// generation. Filtering on address and generation happens here rather than
+// in the engine so that any address spelling works.
+func (p *Provider) sweep(ctx context.Context, address, lineage string, generation int) error {
+	all, err := p.ListManaged(ctx, lineage)
+	if err != nil {
+		return err
+	}
+	var mine []Managed
+	for _, m := range all {
+		if m.Address == address && m.Generation == generation {
+			mine = append(mine, m)
+		}
+	}
+	return p.DeleteManaged(ctx, mine)
+}
+
+func displayName(m Managed) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return shortID(m.ID)
+}
+
+func trimSlash(s string) string {
+	if len(s) > 0 && s[0] == '/' {
+		return s[1:]
+	}
+	return s
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

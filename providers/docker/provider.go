@@ -1,0 +1,113 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+)
+
+// Defaults for the timeouts a Provider uses.
+const (
+	DefaultReadyTimeout = 60 * time.Second
+	DefaultProbeTimeout = 3 * time.Second
+	// cleanupTimeout bounds removing a failed instance; cleanup runs on a
+	// fresh context so an interrupted Create still cleans up.
+	cleanupTimeout = 30 * time.Second
+	pingTimeout    = 10 * time.Second
+)
+
+// Provider drives one Docker engine. It is safe for concurrent use once
+// configured; set the exported fields before the first call.
+type Provider struct {
+	cli  *client.Client
+	host string
+	cfg  *config.Provider
+	cat  *config.Catalog
+
+	// ReadyTimeout bounds how long Create waits for each service to answer
+	// its protocol probe. Zero means DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// ProbeTimeout bounds each service's check in Probe. Zero means
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+
+	// onSecrets, when set (tests only), receives every secret Create
+	// generates, so tests can prove none of them leaks into an error.
+	onSecrets func(...string)
+}
+
+var _ apply.Provider = (*Provider)(nil)
+
+// New connects to the engine named by cfg.Host, else DOCKER_HOST and the
+// other DOCKER_* variables, else the local socket, negotiating the API
+// version, and checks it answers.
+func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provider, error) {
+	if cfg == nil {
+		return nil, errors.New("docker provider: no provider configuration")
+	}
+	if cat == nil {
+		return nil, errors.New("docker provider: no catalog")
+	}
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	}
+	cli, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker provider: configure client: %w", err)
+	}
+	p := &Provider{cli: cli, host: cli.DaemonHost(), cfg: cfg, cat: cat}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		cli.Close()
+		return nil, p.engineErr("connect", err)
+	}
+	return p, nil
+}
+
+// Close releases the client's connections.
+func (p *Provider) Close() error {
+	return p.cli.Close()
+}
+
+// engineErr wraps an engine error with what was being done and, when the
+// engine cannot be reached at all, says where it was looked for and how to
+// point sandboxer elsewhere.
+func (p *Provider) engineErr(doing string, err error) error {
+	if client.IsErrConnectionFailed(err) {
+		return fmt.Errorf("docker provider: cannot reach the Docker engine at %s to %s "+
+			"(start it, or set DOCKER_HOST or provider \"docker\" { host = \"…\" }): %w",
+			p.host, doing, err)
+	}
+	return fmt.Errorf("%s: %w", doing, err)
+}
+
+func (p *Provider) readyTimeout() time.Duration {
+	if p.ReadyTimeout > 0 {
+		return p.ReadyTimeout
+	}
+	return DefaultReadyTimeout
+}
+
+func (p *Provider) probeTimeout() time.Duration {
+	if p.ProbeTimeout > 0 {
+		return p.ProbeTimeout
+	}
+	return DefaultProbeTimeout
+}
+
+// image returns the configured image for a service.
+func (p *Provider) image(service string) (config.Image, error) {
+	img, ok := p.cfg.Images[service]
+	if !ok || img.Ref == "" {
+		return config.Image{}, fmt.Errorf("no image configured for service %s; set provider \"docker\" { image %q { ref = … } }", service, service)
+	}
+	return img, nil
+}

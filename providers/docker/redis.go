@@ -1,0 +1,178 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/docker/go-connections/nat"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/sandboxer/sandboxer/state"
+)
+
+const redisPort = nat.Port("6379/tcp")
+
+// redisModuleNames returns the names a feature's module reports in INFO
+// modules / MODULE LIST (older RediSearch builds report "ft").
+func redisModuleNames(feature string) []string {
+	switch feature {
+	case "search":
+		return []string{"search", "ft"}
+	case "json":
+		return []string{"ReJSON"}
+	case "bloom":
+		return []string{"bf"}
+	}
+	return nil
+}
+
+// startRedis starts redis-server with an ACL file (copied in before start,
+// so no password is on the command line or in the environment), no
+// persistence, and MODULE and DEBUG disabled; loads a module for each
+// requested feature that has a configured path; waits for the app user's
+// AUTH + PING; then checks every requested feature's module is loaded.
+func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c state.Credentials) error {
+	img, err := p.image("redis")
+	if err != nil {
+		return err
+	}
+	ii, err := p.inspectImage(ctx, "redis", img.Ref)
+	if err != nil {
+		return err
+	}
+	cmd := []string{"redis-server",
+		"--aclfile", aclPath,
+		"--save", "",
+		"--appendonly", "no",
+		"--enable-module-command", "no",
+		"--enable-debug-command", "no",
+	}
+	for _, f := range feats {
+		// A feature without a path is expected to be built in (redis:8
+		// loads its bundled modules itself); loading one twice aborts
+		// start-up, so never add a second --loadmodule.
+		if path := img.Modules[f]; path != "" {
+			cmd = append(cmd, "--loadmodule", path)
+		}
+	}
+	spec := containerSpec{
+		Service: "redis",
+		Image:   img.Ref,
+		Cmd:     cmd,
+		Port:    redisPort,
+		Tmpfs:   tmpfsMounts(ii),
+	}
+	id, err := p.createContainer(ctx, b, spec)
+	if err != nil {
+		return err
+	}
+	name := containerName(b.req.Lineage, b.req.Address, b.req.Generation, "redis")
+	if err := p.copyACLFile(ctx, id, c); err != nil {
+		return fmt.Errorf("copy ACL file into %s: %w", name, err)
+	}
+	port, err := p.startContainer(ctx, id, name, redisPort)
+	if err != nil {
+		return err
+	}
+	c.Port = port
+	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
+		return redisPing(ctx, c.Host, c.Port, c.User, c.Password)
+	})
+	if err != nil {
+		return err
+	}
+	loaded, err := redisLoadedModules(ctx, c)
+	if err != nil {
+		return fmt.Errorf("list loaded modules as admin: %w", err)
+	}
+	var present []string
+	for _, f := range p.cat.Allowed("redis") {
+		if slices.ContainsFunc(redisModuleNames(f), func(n string) bool { return slices.Contains(loaded, n) }) {
+			present = append(present, f)
+		}
+	}
+	for _, f := range feats {
+		if !slices.Contains(present, f) {
+			return fmt.Errorf("redis image %q does not provide feature %q: module %s is not loaded (loaded modules: %s); "+
+				"set provider \"docker\" { image \"redis\" { modules = { %s = \"/path/to/module.so\" } } } or use an image that bundles it",
+				img.Ref, f, strings.Join(redisModuleNames(f), "/"), listOrNone(loaded), f)
+		}
+	}
+	if _, err := restrictModuleCommands(ctx, c, loaded); err != nil {
+		return err
+	}
+	configurable := sortedKeys(img.Modules)
+	available := intersect(p.cat.Allowed("redis"), append(present, configurable...))
+	b.done("redis", c, available)
+	return nil
+}
+
+// redisClient is a single-connection client that fails fast: no retries,
+// no client-identity or maintenance-notification handshakes (they would
+// only add round trips and log noise to a probe).
+func redisClient(host string, port int, user string, password state.Secret) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                     fmt.Sprintf("%s:%d", host, port),
+		Username:                 user,
+		Password:                 password.Reveal(),
+		Protocol:                 2, // plain AUTH, then commands
+		DisableIdentity:          true,
+		MaxRetries:               -1,
+		PoolSize:                 1,
+		DialTimeout:              2 * time.Second,
+		ReadTimeout:              2 * time.Second,
+		WriteTimeout:             2 * time.Second,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+}
+
+// redisPing is the readiness and liveness probe: AUTH as user, then PING.
+func redisPing(ctx context.Context, host string, port int, user string, password state.Secret) error {
+	rdb := redisClient(host, port, user, password)
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("AUTH %s + PING: %w", user, err)
+	}
+	return nil
+}
+
+// redisLoadedModules lists loaded module names from INFO modules: the
+// MODULE command is disabled for everyone (enable-module-command no).
+func redisLoadedModules(ctx context.Context, c state.Credentials) ([]string, error) {
+	rdb := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "modules").Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseInfoModules(info), nil
+}
+
+// parseInfoModules reads lines like
+// "module:name=search,ver=20606,api=1,filters=0,usedby=[],using=[],options=[]".
+func parseInfoModules(info string) []string {
+	var out []string
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module:")
+		if !ok {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			if name, ok := strings.CutPrefix(kv, "name="); ok {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,162 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
+
+func TestNames(t *testing.T) {
+	const lineage = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	tests := []struct {
+		address string
+		want    string
+	}{
+		{"sandbox.ci", "sbx-0f1e2d3c-ci-g3-postgres"},
+		{"sandbox.api_v2", "sbx-0f1e2d3c-api_v2-g3-postgres"},
+		{"sandbox.My-Box", "sbx-0f1e2d3c-my-box-" + hash6("sandbox.My-Box") + "-g3-postgres"},
+		{`sandbox.agent["dev-7"]`, "sbx-0f1e2d3c-agent-dev-7-" + hash6(`sandbox.agent["dev-7"]`) + "-g3-postgres"},
+		{`sandbox.agent["dev 7/ü"]`, "sbx-0f1e2d3c-agent-dev-7-" + hash6(`sandbox.agent["dev 7/ü"]`) + "-g3-postgres"},
+		{`sandbox.x["` + strings.Repeat("k", 80) + `"]`, "sbx-0f1e2d3c-x-" + strings.Repeat("k", 26) + "-" + hash6(`sandbox.x["`+strings.Repeat("k", 80)+`"]`) + "-g3-postgres"},
+		{`sandbox.x["!!!"]`, "sbx-0f1e2d3c-x-" + hash6(`sandbox.x["!!!"]`) + "-g3-postgres"},
+	}
+	seen := map[string]string{}
+	for _, tt := range tests {
+		got := containerName(lineage, tt.address, 3, "postgres")
+		if got != tt.want {
+			t.Errorf("containerName(%q) = %q, want %q", tt.address, got, tt.want)
+		}
+		if !dockerName.MatchString(got) || len(got) > 63 {
+			t.Errorf("containerName(%q) = %q is not a valid, short Docker name", tt.address, got)
+		}
+		if prev, ok := seen[got]; ok {
+			t.Errorf("%q and %q share the name %q", prev, tt.address, got)
+		}
+		seen[got] = tt.address
+	}
+	// Addresses that sanitize to the same text still get distinct names.
+	a, b := networkName(lineage, `sandbox.a["b"]`, 1), networkName(lineage, "sandbox.a-b", 1)
+	if a == b {
+		t.Errorf("distinct addresses share the network name %q", a)
+	}
+}
+
+func hash6(s string) string { return sha256Hex(s)[:6] }
+
+func TestScrubber(t *testing.T) {
+	var s scrubber
+	s.add("s3cret-A", "", "s3cret-B")
+	base := errors.New("auth failed for s3cret-A with s3cret-B")
+	err := s.err(fmt.Errorf("wrapped: %w", fmt.Errorf("x: %w", apply.ErrNotFound)))
+	if !errors.Is(err, apply.ErrNotFound) {
+		t.Errorf("scrubbed error lost its chain: %v", err)
+	}
+	got := s.err(base)
+	if strings.Contains(got.Error(), "s3cret") {
+		t.Errorf("secret survived scrubbing: %q", got)
+	}
+	if want := "auth failed for (sensitive) with (sensitive)"; got.Error() != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if s.err(nil) != nil {
+		t.Error("scrubbing nil gave an error")
+	}
+}
+
+func TestServiceErrorQuotesLog(t *testing.T) {
+	e := &serviceError{Service: "redis", Container: "sbx-x", Err: errExited, Log: "line one\nline two\r"}
+	want := "redis (container sbx-x): container exited\ncontainer log (last 20 lines):\n  | line one\n  | line two"
+	if diff := cmp.Diff(want, e.Error()); diff != "" {
+		t.Errorf("message (-want +got):\n%s", diff)
+	}
+	if !errors.Is(e, errExited) {
+		t.Error("serviceError does not unwrap")
+	}
+}
+
+func TestNewPasswordIsRandomAndURLSafe(t *testing.T) {
+	a, err := newPassword()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newPassword()
+	if a == b || len(a.Reveal()) != 32 {
+		t.Errorf("passwords not fresh or wrong length: %d", len(a.Reveal()))
+	}
+	if !regexp.MustCompile(`^[A-Za-z0-9_-]+$`).MatchString(a.Reveal()) {
+		t.Error("password is not URL-safe")
+	}
+}
+
+func TestSCRAMVerifierShape(t *testing.T) {
+	v, err := scramVerifier("pencil")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}:[A-Za-z0-9+/=]{44}$`)
+	if !re.MatchString(v) || strings.Contains(v, "pencil") {
+		t.Errorf("unexpected verifier %q", v)
+	}
+}
+
+func TestACLFile(t *testing.T) {
+	c := state.Credentials{User: "app", Password: "app-pw", AdminUser: "sbx_admin", AdminPassword: "admin-pw"}
+	got := string(aclFile(c))
+	want := "user default off resetpass resetkeys resetchannels -@all\n" +
+		"user sbx_admin on #" + sha256Hex("admin-pw") + " ~* &* +@all\n" +
+		"user app on #" + sha256Hex("app-pw") + " " + appACL + "\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ACL file (-want +got):\n%s", diff)
+	}
+	if strings.Contains(got, "app-pw") || strings.Contains(got, "admin-pw") {
+		t.Error("ACL file holds a clear-text password")
+	}
+}
+
+func TestParseInfoModules(t *testing.T) {
+	info := "# Modules\r\nmodule:name=search,ver=20606,api=1,filters=0,usedby=[],using=[],options=[]\r\n" +
+		"module:name=ReJSON,ver=20407,api=1,filters=0,usedby=[search],using=[],options=[handle-io-errors]\r\n"
+	if diff := cmp.Diff([]string{"search", "ReJSON"}, parseInfoModules(info)); diff != "" {
+		t.Errorf("modules (-want +got):\n%s", diff)
+	}
+	if got := parseInfoModules("# Modules\r\n"); len(got) != 0 {
+		t.Errorf("no modules: got %v", got)
+	}
+}
+
+func TestDisallowedDependency(t *testing.T) {
+	requires := map[string][]string{
+		"earthdistance":  {"cube"},
+		"cube":           {},
+		"postgis_raster": {"postgis"},
+		"evil":           {"cube", "plpython3u"},
+		"uses_plpgsql":   {"plpgsql"},
+	}
+	allowed := []string{"cube", "earthdistance", "postgis", "uses_plpgsql"}
+	installed := []string{"plpgsql"}
+	tests := []struct {
+		ext     string
+		wantDep string
+	}{
+		{"earthdistance", ""},
+		{"postgis_raster", ""},
+		{"evil", "plpython3u"},
+		{"uses_plpgsql", ""},
+		{"vector", ""},
+	}
+	for _, tt := range tests {
+		dep, bad := disallowedDependency(tt.ext, requires, allowed, installed)
+		if dep != tt.wantDep || bad != (tt.wantDep != "") {
+			t.Errorf("disallowedDependency(%q) = %q, %v; want %q", tt.ext, dep, bad, tt.wantDep)
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package state
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+)
+
+func TestUnusableFilesRefusedAndUntouched(t *testing.T) {
+	addr := sampleRecord(1).Address
+	write := func(data []byte) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	randomBytes := func(n int) []byte {
+		b := make([]byte, n)
+		rand.Read(b)
+		return b
+	}
+	// tamper builds a good state, then edits it behind the Store's back.
+	tamper := func(fn func(tx *bolt.Tx) error) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			newState(t, path, sampleRecord(1))
+			rawUpdate(t, path, fn)
+		}
+	}
+	putRaw := func(value string) func(t *testing.T, path string) {
+		return tamper(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketSandboxes).Put([]byte(addr), []byte(value))
+		})
+	}
+
+	tests := []struct {
+		name string
+		make func(t *testing.T, path string)
+		want string // in the error message
+		// recordLevel: one record is bad, the file is ours. Delete of that
+		// record still works (it is the way out), so it is not tried.
+		recordLevel bool
+	}{
+		{name: "empty file", make: write(nil), want: "the file is empty"},
+		{name: "a few random bytes", make: write(randomBytes(100)), want: "not a bbolt database"},
+		{name: "64 KiB of random bytes", make: write(randomBytes(64 << 10)), want: "not a bbolt database"},
+		{name: "a JSON file", make: write([]byte(`{"version": 4, "serial": 1, "lineage": "x", "resources": []}`)), want: "not a bbolt database"},
+		{
+			name: "bbolt file of another program",
+			make: func(t *testing.T, path string) {
+				rawUpdate(t, path, func(tx *bolt.Tx) error {
+					b, err := tx.CreateBucket([]byte("users"))
+					if err != nil {
+						return err
+					}
+					return b.Put([]byte("alice"), []byte("admin"))
+				})
+			},
+			want: `no "meta" bucket: not a sandboxer state file`,
+		},
+		{
+			name: "empty bbolt file",
+			make: func(t *testing.T, path string) {
+				rawUpdate(t, path, func(*bolt.Tx) error { return nil })
+			},
+			want: `no "meta" bucket`,
+		},
+		{
+			name: "no sandboxes bucket",
+			make: tamper(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketSandboxes) }),
+			want: `no "sandboxes" bucket`,
+		},
+		{
+			name: "serial of the wrong size",
+			make: tamper(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySerial, []byte("7")) }),
+			want: "serial is not an 8-byte integer",
+		},
+		{
+			name: "no lineage",
+			make: tamper(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyLineage) }),
+			want: "no lineage",
+		},
+		{
+			name: "garbage in the data pages",
+			make: func(t *testing.T, path string) {
+				newState(t, path, sampleRecord(1), sampleRecord(2))
+				data, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				page := os.Getpagesize()
+				copy(data[2*page:], randomBytes(len(data)-2*page)) // keep both meta pages
+				write(data)(t, path)
+			},
+			want: "unreadable",
+		},
+		{name: "record not JSON", make: putRaw(`not json{`), want: "invalid character", recordLevel: true},
+		{name: "record with an unknown field", make: putRaw(`{"schema_version":1,"address":"` + addr + `","bogus":true}`), want: `unknown field "bogus"`, recordLevel: true},
+		{name: "record without schema version", make: putRaw(`{"address":"` + addr + `"}`), want: "no schema_version field", recordLevel: true},
+		{name: "record from an unknown old version", make: putRaw(`{"schema_version":0,"address":"` + addr + `"}`), want: "no upgrade from schema version 0", recordLevel: true},
+		{name: "record under another address", make: putRaw(`{"schema_version":1,"address":"sandbox.other"}`), want: `names itself "sandbox.other"`, recordLevel: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "sandboxer.state")
+			tt.make(t, path)
+			hash := hashFile(t, path)
+			files := listDir(t, dir)
+
+			s := Open(path)
+			ops := map[string]func() error{
+				"snapshot": func() error { _, err := s.Snapshot(ctx); return err },
+				"get":      func() error { _, err := s.Get(ctx, addr); return err },
+				"put":      func() error { return s.Put(ctx, sampleRecord(1)) },
+			}
+			if !tt.recordLevel {
+				ops["delete"] = func() error { return s.Delete(ctx, addr) }
+				ops["expect lineage"] = func() error { return s.ExpectLineage(ctx, "", 0) }
+			}
+			for name, op := range ops {
+				err := op()
+				var ce *CorruptError
+				if !errors.As(err, &ce) {
+					t.Errorf("%s: err = %v, want a *CorruptError", name, err)
+					continue
+				}
+				msg := err.Error()
+				if name == "put" {
+					t.Logf("%s: %s", name, msg)
+				}
+				if !strings.Contains(msg, path) || !strings.Contains(msg, tt.want) {
+					t.Errorf("%s: error %q should name the file and say %q", name, msg, tt.want)
+				}
+				if tt.recordLevel && ce.Address != addr {
+					t.Errorf("%s: Address = %q, want %q", name, ce.Address, addr)
+				}
+			}
+			if hashFile(t, path) != hash {
+				t.Errorf("the file was modified")
+			}
+			if got := listDir(t, dir); !cmp.Equal(got, files) {
+				t.Errorf("files in the folder: %v, want %v", got, files)
+			}
+		})
+	}
+}
+
+// A bad record is reported, not fatal to the rest: other records can be
+// written, and the bad one deleted, which is how a user gets out.
+func TestBadRecordCanBeDeleted(t *testing.T) {
+	ctx := context.Background()
+	path := statePath(t)
+	newState(t, path, sampleRecord(1))
+	rawUpdate(t, path, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSandboxes).Put([]byte("sandbox.bad"), []byte("{"))
+	})
+	s := Open(path)
+	if err := s.Put(ctx, sampleRecord(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "sandbox.bad"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Records) != 2 {
+		t.Errorf("records: %d, want 2", len(snap.Records))
+	}
+}

@@ -1,0 +1,89 @@
+package state
+
+import "fmt"
+
+// CorruptError reports a file that is not a usable sandboxer state: random
+// bytes, an empty file, a bbolt database of some other program, or a
+// record that does not decode. The file is left untouched.
+type CorruptError struct {
+	Path string
+	// Address is set when one record is at fault rather than the file.
+	Address string
+	Reason  string
+	Err     error
+}
+
+func (e *CorruptError) Error() string {
+	msg := fmt.Sprintf("state file %s is unreadable", e.Path)
+	if e.Address != "" {
+		msg = fmt.Sprintf("state file %s: record %q is unreadable", e.Path, e.Address)
+	}
+	msg += ": " + e.Reason
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// FutureSchemaError reports a file or record written by a newer sandboxer
+// than this one. Reading it could drop fields the newer version relies on,
+// so it is refused rather than guessed at.
+type FutureSchemaError struct {
+	Path string
+	// Address is empty when the file's own schema version is the newer one.
+	Address   string
+	Version   int
+	Supported int
+}
+
+func (e *FutureSchemaError) Error() string {
+	what := "the file"
+	if e.Address != "" {
+		what = fmt.Sprintf("record %q", e.Address)
+	}
+	return fmt.Sprintf("state file %s: %s has schema version %d, written by a newer sandboxer (this one reads up to version %d); upgrade sandboxer",
+		e.Path, what, e.Version, e.Supported)
+}
+
+// LineageError reports that the state file was replaced underneath this
+// Store: its lineage is not the one the Store saw first. Writing would mix
+// two unrelated histories, so the write is refused.
+type LineageError struct {
+	Path string
+	// Want is the lineage this Store saw first; Got is the file's lineage
+	// now ("" when the file has disappeared).
+	Want, Got string
+}
+
+func (e *LineageError) Error() string {
+	if e.Got == "" {
+		return fmt.Sprintf("state file %s disappeared during this command (it had lineage %s); refusing to write", e.Path, e.Want)
+	}
+	return fmt.Sprintf("state file %s was replaced during this command (lineage %s, was %s); refusing to write", e.Path, e.Got, e.Want)
+}
+
+// StaleError reports that the state moved on since a saved plan was made
+// against it (see Store.ExpectLineage).
+type StaleError struct {
+	Path                    string
+	WantLineage, GotLineage string
+	WantSerial, GotSerial   uint64
+}
+
+func (e *StaleError) Error() string {
+	if e.WantLineage != e.GotLineage {
+		return fmt.Sprintf("state file %s is a different state than the plan was made for (lineage %s, plan expects %s); plan again",
+			e.Path, orNone(e.GotLineage), orNone(e.WantLineage))
+	}
+	return fmt.Sprintf("state file %s changed since the plan was made (serial %d, plan expects %d); plan again",
+		e.Path, e.GotSerial, e.WantSerial)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

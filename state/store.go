@@ -1,0 +1,185 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Store is the state file at one path. It holds no open file between
+// calls. Use one Store per command: the Store remembers the lineage it
+// first saw (and refuses to write into a file that has since been
+// replaced), and backs the file up before its first write.
+//
+// A Store is safe for concurrent use; its writes are serialised.
+type Store struct {
+	path string
+
+	mu sync.Mutex // guards the fields below; held across a whole write
+	// lineage is the lineage first seen by this Store, "" until then.
+	lineage string
+	// backedUp is set once the write-set's backup is taken, or when this
+	// Store created the file (there was nothing to back up).
+	backedUp bool
+}
+
+// Open returns a store for the state file at path. It creates nothing: the
+// file (and its folder, 0700) appear on the first write, with mode 0600. A
+// missing file reads as an empty snapshot (Lineage "", Serial 0).
+func Open(path string) *Store {
+	return &Store{path: path}
+}
+
+// Path returns the state file's path as given to Open.
+func (s *Store) Path() string { return s.path }
+
+func (s *Store) ready(ctx context.Context) error {
+	if s.path == "" {
+		return errors.New("no state file path")
+	}
+	return ctx.Err()
+}
+
+// observe records the lineage a read saw, if this Store has none yet.
+func (s *Store) observe(lineage string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lineage == "" {
+		s.lineage = lineage
+	}
+}
+
+// checkLineageLocked is observe for writes: it also refuses a lineage that
+// differs from the first one seen. s.mu must be held.
+func (s *Store) checkLineageLocked(got string) error {
+	if s.lineage == "" {
+		s.lineage = got
+		return nil
+	}
+	if got != s.lineage {
+		return &LineageError{Path: s.path, Want: s.lineage, Got: got}
+	}
+	return nil
+}
+
+type rawRecord struct {
+	addr string
+	data []byte
+}
+
+// Snapshot reads the whole state in one short read-only transaction.
+func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	snap := &Snapshot{Records: map[string]*Record{}}
+	var raw []rawRecord
+	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+		m, err := readMeta(tx, s.path)
+		if err != nil {
+			return err
+		}
+		snap.Lineage, snap.Serial = m.lineage, m.serial
+		return tx.Bucket(bucketSandboxes).ForEach(func(k, v []byte) error {
+			if v == nil {
+				return &CorruptError{Path: s.path, Address: string(k), Reason: "it is a bucket, not a record"}
+			}
+			raw = append(raw, rawRecord{addr: string(k), data: bytes.Clone(v)})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	if !found {
+		return snap, nil
+	}
+	s.observe(snap.Lineage)
+	// Decoding happens after the file is closed: readers hold a shared
+	// flock while it is open, and writers wait for it.
+	for _, r := range raw {
+		rec, err := s.decode(r.addr, r.data)
+		if err != nil {
+			return nil, fmt.Errorf("read state: %w", err)
+		}
+		snap.Records[r.addr] = rec
+	}
+	return snap, nil
+}
+
+// Get reads one record (nil, nil when absent).
+func (s *Store) Get(ctx context.Context, addr string) (*Record, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, fmt.Errorf("read %s from state: %w", addr, err)
+	}
+	var lineage string
+	var data []byte
+	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+		m, err := readMeta(tx, s.path)
+		if err != nil {
+			return err
+		}
+		lineage = m.lineage
+		data = bytes.Clone(tx.Bucket(bucketSandboxes).Get([]byte(addr)))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s from state: %w", addr, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	s.observe(lineage)
+	if data == nil {
+		return nil, nil
+	}
+	rec, err := s.decode(addr, data)
+	if err != nil {
+		return nil, fmt.Errorf("read %s from state: %w", addr, err)
+	}
+	return rec, nil
+}
+
+func (s *Store) decode(addr string, data []byte) (*Record, error) {
+	rec, err := decodeRecord(data, SchemaVersion, recordUpgrades())
+	var future futureRecordError
+	switch {
+	case errors.As(err, &future):
+		return nil, &FutureSchemaError{Path: s.path, Address: addr, Version: future.version, Supported: SchemaVersion}
+	case err != nil:
+		return nil, &CorruptError{Path: s.path, Address: addr, Reason: "it does not decode", Err: err}
+	case rec.Address != addr:
+		return nil, &CorruptError{Path: s.path, Address: addr,
+			Reason: fmt.Sprintf("it is stored under %q but names itself %q", addr, rec.Address)}
+	}
+	return rec, nil
+}
+
+// ExpectLineage checks that the state is still the one a saved plan was
+// made against: a *StaleError when its lineage or serial differ. A missing
+// file has lineage "" and serial 0.
+func (s *Store) ExpectLineage(ctx context.Context, lineage string, serial uint64) error {
+	if err := s.ready(ctx); err != nil {
+		return fmt.Errorf("check state: %w", err)
+	}
+	var m meta
+	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+		var err error
+		m, err = readMeta(tx, s.path)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("check state: %w", err)
+	}
+	if found {
+		s.observe(m.lineage)
+	}
+	if m.lineage != lineage || m.serial != serial {
+		return &StaleError{Path: s.path, WantLineage: lineage, GotLineage: m.lineage, WantSerial: serial, GotSerial: m.serial}
+	}
+	return nil
+}

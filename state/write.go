@@ -1,0 +1,205 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Put writes one record; the serial moves only when the stored bytes
+// change. It creates the file, with a random lineage, on the first write.
+func (s *Store) Put(ctx context.Context, rec *Record) error {
+	if rec == nil || rec.Address == "" {
+		return errors.New("put into state: record has no address")
+	}
+	data, err := encodeRecord(rec)
+	if err != nil {
+		return fmt.Errorf("put %s into state: encode: %w", rec.Address, err)
+	}
+	if err := s.write(ctx, rec.Address, data); err != nil {
+		return fmt.Errorf("put %s into state: %w", rec.Address, err)
+	}
+	return nil
+}
+
+// Delete removes a record. Deleting an absent record changes nothing: no
+// serial bump, and no file is created.
+func (s *Store) Delete(ctx context.Context, addr string) error {
+	if addr == "" {
+		return errors.New("delete from state: empty address")
+	}
+	if err := s.write(ctx, addr, nil); err != nil {
+		return fmt.Errorf("delete %s from state: %w", addr, err)
+	}
+	return nil
+}
+
+// unchanged reports whether storing data (nil = delete) over old is a no-op.
+func unchanged(old, data []byte) bool {
+	if data == nil {
+		return old == nil
+	}
+	return old != nil && bytes.Equal(old, data)
+}
+
+// write stores data under addr, or deletes addr when data is nil.
+func (s *Store) write(ctx context.Context, addr string, data []byte) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	// Look first, read-only: a re-apply mostly changes nothing, and then
+	// the file is never opened for writing; nor is a file that turns out
+	// not to be ours (bbolt may write to a file merely opened read-write).
+	var m meta
+	var old []byte
+	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+		var err error
+		if m, err = readMeta(tx, s.path); err != nil {
+			return err
+		}
+		old = bytes.Clone(tx.Bucket(bucketSandboxes).Get([]byte(addr)))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case found:
+		if err := s.checkLineageLocked(m.lineage); err != nil {
+			return err
+		}
+		if unchanged(old, data) {
+			return nil
+		}
+	case s.lineage != "":
+		return &LineageError{Path: s.path, Want: s.lineage}
+	case data == nil:
+		return nil // deleting from a state that does not exist
+	default:
+		created, err := createFile(ctx, s.path)
+		if err != nil {
+			return err
+		}
+		if created {
+			s.backedUp = true // nothing existed before this write-set
+		}
+	}
+
+	err = update(ctx, s.path, func(tx *bolt.Tx) error { return s.apply(tx, addr, data) })
+	if errors.Is(err, fs.ErrNotExist) {
+		if s.lineage != "" {
+			return &LineageError{Path: s.path, Want: s.lineage}
+		}
+		return fmt.Errorf("state file %s disappeared during the write", s.path)
+	}
+	return err
+}
+
+// apply is the write transaction: everything is checked again, because
+// another process may have written between the look and this transaction.
+func (s *Store) apply(tx *bolt.Tx, addr string, data []byte) error {
+	m, err := readMeta(tx, s.path)
+	if err != nil {
+		return err
+	}
+	if err := s.checkLineageLocked(m.lineage); err != nil {
+		return err
+	}
+	sb := tx.Bucket(bucketSandboxes)
+	key := []byte(addr)
+	old := sb.Get(key)
+	if unchanged(old, data) {
+		return errNoChange
+	}
+	if old != nil && data != nil {
+		if err := s.checkOverwrite(addr, old); err != nil {
+			return err
+		}
+	}
+	if !s.backedUp {
+		if err := writeBackup(tx, s.path); err != nil {
+			return err
+		}
+		s.backedUp = true
+	}
+	if data == nil {
+		err = sb.Delete(key)
+	} else {
+		err = sb.Put(key, data)
+	}
+	if err != nil {
+		return fmt.Errorf("write state %s: %w", s.path, err)
+	}
+	mb := tx.Bucket(bucketMeta)
+	if err := putUint64(mb, keySerial, m.serial+1); err != nil {
+		return fmt.Errorf("write state %s: %w", s.path, err)
+	}
+	if m.schema < SchemaVersion {
+		if err := putUint64(mb, keySchemaVersion, SchemaVersion); err != nil {
+			return fmt.Errorf("write state %s: %w", s.path, err)
+		}
+	}
+	return nil
+}
+
+// checkOverwrite refuses to replace a record this build cannot read: one
+// from a newer sandboxer (its extra fields would be lost) or one that does
+// not decode (the damage would be hidden). Delete still removes either.
+func (s *Store) checkOverwrite(addr string, old []byte) error {
+	if _, err := s.decode(addr, old); err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			ce.Reason = "refusing to overwrite it, because " + ce.Reason + " (delete it first)"
+		}
+		return err
+	}
+	return nil
+}
+
+// EnsureLineage returns the state's lineage, creating an empty state file
+// (with a new random lineage) when there is none yet, so that resources
+// can be labelled with the lineage before their record is written. Like a
+// write, it refuses a file whose lineage is not the one this Store saw
+// first (*LineageError).
+func (s *Store) EnsureLineage(ctx context.Context) (string, error) {
+	if err := s.ready(ctx); err != nil {
+		return "", fmt.Errorf("ensure state lineage: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range 2 { // a second look after creating, or after losing the race to create
+		var m meta
+		found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+			var err error
+			m, err = readMeta(tx, s.path)
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("ensure state lineage: %w", err)
+		}
+		if found {
+			if err := s.checkLineageLocked(m.lineage); err != nil {
+				return "", fmt.Errorf("ensure state lineage: %w", err)
+			}
+			return m.lineage, nil
+		}
+		if s.lineage != "" {
+			return "", fmt.Errorf("ensure state lineage: %w", &LineageError{Path: s.path, Want: s.lineage})
+		}
+		created, err := createFile(ctx, s.path)
+		if err != nil {
+			return "", fmt.Errorf("ensure state lineage: %w", err)
+		}
+		if created {
+			s.backedUp = true // nothing existed before this write-set
+		}
+	}
+	return "", fmt.Errorf("ensure state lineage: state file %s disappeared after it was created", s.path)
+}

@@ -1,0 +1,126 @@
+package views
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Diagnostics renders HCL diagnostics for people: severity and summary,
+// the location as file:line:col, the source line with the range marked,
+// then the detail.
+func Diagnostics(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.File, c Colorizer) error {
+	for _, d := range diags {
+		label := c.Red("Error: ")
+		if d.Severity == hcl.DiagWarning {
+			label = c.Yellow("Warning: ")
+		}
+		fmt.Fprintf(w, "%s%s\n", label, c.Bold(d.Summary))
+		if r := d.Subject; r != nil {
+			fmt.Fprintf(w, "\n  on %s:%d:%d\n", r.Filename, r.Start.Line, r.Start.Column)
+			if line, ok := sourceLine(files, r); ok {
+				fmt.Fprintf(w, "  %4d | %s\n", r.Start.Line, line)
+				fmt.Fprintf(w, "       | %s\n", marker(line, r))
+			}
+		}
+		if d.Detail != "" {
+			fmt.Fprintf(w, "\n%s\n", d.Detail)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// sourceLine returns the line a range starts on, tabs expanded so the
+// marker lines up.
+func sourceLine(files map[string]*hcl.File, r *hcl.Range) (string, bool) {
+	f, ok := files[r.Filename]
+	if !ok || f == nil {
+		return "", false
+	}
+	lines := strings.Split(string(f.Bytes), "\n")
+	if r.Start.Line < 1 || r.Start.Line > len(lines) {
+		return "", false
+	}
+	return strings.TrimRight(lines[r.Start.Line-1], "\r"), true
+}
+
+// marker underlines the range on its first line with carets.
+func marker(line string, r *hcl.Range) string {
+	start := max(r.Start.Column-1, 0)
+	runes := []rune(line)
+	start = min(start, len(runes))
+	end := len(runes)
+	if r.End.Line == r.Start.Line {
+		end = min(max(r.End.Column-1, start+1), len(runes))
+	}
+	pad := make([]rune, 0, start)
+	for _, ch := range runes[:start] {
+		if ch == '\t' {
+			pad = append(pad, '\t')
+		} else {
+			pad = append(pad, ' ')
+		}
+	}
+	return string(pad) + strings.Repeat("^", max(end-start, 1))
+}
+
+// JSONDiagnostics is the `validate --json` document, shaped like
+// Terraform's so editors and CI annotators can read it.
+type JSONDiagnostics struct {
+	FormatVersion string           `json:"format_version"`
+	Valid         bool             `json:"valid"`
+	ErrorCount    int              `json:"error_count"`
+	WarningCount  int              `json:"warning_count"`
+	Diagnostics   []JSONDiagnostic `json:"diagnostics"`
+}
+
+// JSONDiagnostic is one diagnostic with its source range.
+type JSONDiagnostic struct {
+	Severity string     `json:"severity"`
+	Summary  string     `json:"summary"`
+	Detail   string     `json:"detail,omitempty"`
+	Range    *JSONRange `json:"range,omitempty"`
+}
+
+// JSONRange is a source range with 1-based lines and columns.
+type JSONRange struct {
+	Filename string  `json:"filename"`
+	Start    JSONPos `json:"start"`
+	End      JSONPos `json:"end"`
+}
+
+// JSONPos is one position in a file.
+type JSONPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+// DiagnosticsJSON writes the validate document for diags.
+func DiagnosticsJSON(w io.Writer, diags hcl.Diagnostics) error {
+	doc := JSONDiagnostics{FormatVersion: "1.0", Diagnostics: []JSONDiagnostic{}}
+	for _, d := range diags {
+		jd := JSONDiagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			jd.Severity = "warning"
+			doc.WarningCount++
+		} else {
+			doc.ErrorCount++
+		}
+		if d.Subject != nil {
+			r := d.Subject
+			jd.Range = &JSONRange{Filename: r.Filename,
+				Start: JSONPos{r.Start.Line, r.Start.Column, r.Start.Byte},
+				End:   JSONPos{r.End.Line, r.End.Column, r.End.Byte}}
+		}
+		doc.Diagnostics = append(doc.Diagnostics, jd)
+	}
+	doc.Valid = doc.ErrorCount == 0
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}

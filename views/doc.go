@@ -1,0 +1,5 @@
+// Package views renders plans, state and diagnostics for people and tools:
+// human text (optionally coloured), Terraform-shaped JSON and markdown for
+// pull-request comments. It only formats data it is given; it never decides
+// anything, reads state or talks to a provider, and it never prints secrets.
+package views

@@ -1,0 +1,74 @@
+package views
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/sandboxer/sandboxer/plan"
+)
+
+// JSONPlan is the Terraform-shaped JSON plan of SPEC §5.
+type JSONPlan struct {
+	FormatVersion    string       `json:"format_version"`
+	SandboxerVersion string       `json:"sandboxer_version"`
+	Lineage          string       `json:"lineage"`
+	Serial           uint64       `json:"serial"`
+	ResourceChanges  []JSONChange `json:"resource_changes"`
+	Summary          plan.Summary `json:"summary"`
+	Errored          bool         `json:"errored"`
+}
+
+// JSONChange is one entry of resource_changes.
+type JSONChange struct {
+	Address      string        `json:"address"`
+	Type         string        `json:"type"`
+	Name         string        `json:"name"`
+	Index        *string       `json:"index"`
+	Project      string        `json:"project,omitempty"`
+	Change       JSONChangeSet `json:"change"`
+	ActionReason string        `json:"action_reason,omitempty"`
+}
+
+// JSONChangeSet carries the actions and the before/after shapes.
+type JSONChangeSet struct {
+	Actions []string      `json:"actions"`
+	Before  *plan.Sandbox `json:"before"`
+	After   *plan.Sandbox `json:"after"`
+}
+
+// NewJSONPlan converts a plan to its JSON form.
+func NewJSONPlan(p *plan.Plan, version string) JSONPlan {
+	out := JSONPlan{FormatVersion: "1.0", SandboxerVersion: version,
+		Lineage: p.Lineage, Serial: p.Serial,
+		ResourceChanges: []JSONChange{}, Summary: p.Summary()}
+	for _, ch := range p.Changes {
+		jc := JSONChange{Address: ch.Addr.String(), Type: "sandbox", Name: ch.Addr.Name,
+			Project: ch.Project, ActionReason: string(ch.Reason),
+			Change: JSONChangeSet{Actions: actions(ch.Action), Before: ch.Before, After: ch.After}}
+		if ch.Addr.HasKey {
+			k := ch.Addr.Key
+			jc.Index = &k
+		}
+		out.ResourceChanges = append(out.ResourceChanges, jc)
+	}
+	return out
+}
+
+func actions(a plan.Action) []string {
+	switch a {
+	case plan.Create:
+		return []string{"create"}
+	case plan.CreateThenDelete:
+		return []string{"create", "delete"}
+	case plan.Delete:
+		return []string{"delete"}
+	}
+	return []string{"no-op"}
+}
+
+// PlanJSON writes the plan as one JSON object followed by a newline.
+func PlanJSON(w io.Writer, p *plan.Plan, version string) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(NewJSONPlan(p, version))
+}

@@ -1,0 +1,169 @@
+package views
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/plan"
+)
+
+// PlanText renders a plan the way SPEC §5 shows it: one entry per instance
+// with its action and why, then a summary line.
+func PlanText(w io.Writer, p *plan.Plan, c Colorizer) {
+	if len(p.Changes) == 0 {
+		fmt.Fprintln(w, "No sandboxes are declared or recorded: nothing to do.")
+		return
+	}
+	for _, ch := range p.Changes {
+		fmt.Fprintf(w, "  %s\n", c.Bold("# "+Headline(ch)))
+		for _, line := range bodyLines(ch, c) {
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, c.Bold(SummaryLine(p.Summary())))
+}
+
+// SummaryLine is the closing "Plan: …" line.
+func SummaryLine(s plan.Summary) string {
+	return fmt.Sprintf("Plan: %d to create, %d to replace, %d to destroy, %d reused.",
+		s.Create, s.Replace, s.Delete, s.Reuse)
+}
+
+// Headline says what happens to the instance and why, in one sentence.
+func Headline(ch *plan.Change) string {
+	addr := ch.Addr.String()
+	switch ch.Action {
+	case plan.NoOp:
+		return fmt.Sprintf("%s is cached and will be reused (%s covers %s)",
+			addr, setText(ch.Before.Features), setText(ch.Requested))
+	case plan.Create:
+		if ch.Reason == plan.ReasonDead {
+			detail := ""
+			if ch.Detail != "" {
+				detail = " (" + ch.Detail + ")"
+			}
+			return fmt.Sprintf("%s will be created: the cached sandbox is dead%s; credentials will rotate", addr, detail)
+		}
+		return addr + " will be created"
+	case plan.CreateThenDelete:
+		return fmt.Sprintf("%s must be replaced: %s; credentials will rotate", addr, replaceWhy(ch))
+	case plan.Delete:
+		switch ch.Reason {
+		case plan.ReasonNoConfig:
+			return addr + " will be destroyed: it is no longer in the configuration"
+		case plan.ReasonExpired:
+			return addr + " will be destroyed: its TTL has expired"
+		}
+		return addr + " will be destroyed"
+	}
+	return addr
+}
+
+func replaceWhy(ch *plan.Change) string {
+	switch ch.Reason {
+	case plan.ReasonServiceSuperset:
+		return listPhrase("service", "services", ch.MissingServices) + notProvisioned(len(ch.MissingServices))
+	case plan.ReasonFeatureSuperset:
+		var parts []string
+		for _, svc := range ch.MissingFeatures.Services() {
+			f := ch.MissingFeatures[svc]
+			parts = append(parts, svc+" "+listPhrase("feature", "features", f)+notProvisioned(len(f)))
+		}
+		return strings.Join(parts, "; ")
+	case plan.ReasonExpired:
+		return "its TTL has expired"
+	case plan.ReasonReplaceByRequest:
+		return "replacement was requested with --replace"
+	}
+	return string(ch.Reason)
+}
+
+func listPhrase(one, many string, items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	if len(items) == 1 {
+		return one + " " + q[0]
+	}
+	return many + " " + strings.Join(q, ", ")
+}
+
+func notProvisioned(n int) string {
+	if n == 1 {
+		return " is not provisioned"
+	}
+	return " are not provisioned"
+}
+
+// blockName renders `sandbox "ci"` or `sandbox "m" ["k"]`.
+func blockName(a config.Address) string {
+	s := "sandbox " + strconv.Quote(a.Name)
+	if a.HasKey {
+		s += " [" + strconv.Quote(a.Key) + "]"
+	}
+	return s
+}
+
+func bodyLines(ch *plan.Change, c Colorizer) []string {
+	name := blockName(ch.Addr)
+	switch ch.Action {
+	case plan.NoOp:
+		return []string{"  = " + name}
+	case plan.Delete:
+		return []string{c.Red("  - ") + name}
+	case plan.Create:
+		lines := []string{c.Green("  + ") + name + " {"}
+		w := width(ch.After.Features.Services())
+		for _, svc := range ch.After.Features.Services() {
+			lines = append(lines, fmt.Sprintf("      %s %-*s = %s", c.Green("+"), w, svc, listText(ch.After.Features[svc])))
+		}
+		return append(lines, "    }")
+	case plan.CreateThenDelete:
+		lines := []string{c.Red("-/") + c.Green("+") + " " + name + " {"}
+		svcs := ch.After.Features.Services()
+		w := max(width(svcs), len("credentials"))
+		for _, svc := range svcs {
+			after := ch.After.Features[svc]
+			before, had := ch.Before.Features[svc]
+			switch {
+			case !had:
+				lines = append(lines, fmt.Sprintf("      %s %-*s = %s %s", c.Green("+"), w, svc, listText(after), c.Red("# forces replacement")))
+			case listText(before) != listText(after):
+				lines = append(lines, fmt.Sprintf("      %s %-*s = %s -> %s %s", c.Yellow("~"), w, svc, listText(before), listText(after), c.Red("# forces replacement")))
+			}
+		}
+		lines = append(lines, fmt.Sprintf("      %s %-*s = (sensitive) -> (rotated)", c.Yellow("~"), w, "credentials"))
+		return append(lines, "    }")
+	}
+	return nil
+}
+
+func width(names []string) int {
+	w := 0
+	for _, n := range names {
+		w = max(w, len(n))
+	}
+	return w
+}
+
+// listText renders a feature list as HCL would: ["a", "b"].
+func listText(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// setText renders a feature set compactly: postgres[pg_trgm,vector] redis[].
+func setText(f config.FeatureSet) string {
+	if len(f) == 0 {
+		return "nothing"
+	}
+	return f.String()
+}

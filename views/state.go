@@ -1,0 +1,133 @@
+package views
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// SortedRecords returns the snapshot's records in address order.
+func SortedRecords(snap *state.Snapshot) []*state.Record {
+	out := make([]*state.Record, 0, len(snap.Records))
+	for _, r := range snap.Records {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	return out
+}
+
+// RecordText renders one instance for people; credentials show as
+// (sensitive).
+func RecordText(w io.Writer, r *state.Record) {
+	fmt.Fprintf(w, "# %s\n", r.Address)
+	fmt.Fprintf(w, "  project     = %q\n", r.Project)
+	fmt.Fprintf(w, "  generation  = %d\n", r.Generation)
+	fmt.Fprintf(w, "  created_at  = %s\n", r.CreatedAt.UTC().Format(time.RFC3339))
+	if r.ExpiresAt.IsZero() {
+		fmt.Fprintln(w, "  expires_at  = never")
+	} else {
+		fmt.Fprintf(w, "  expires_at  = %s\n", r.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	for _, svc := range r.Services {
+		fmt.Fprintf(w, "  %s {\n", svc)
+		fmt.Fprintf(w, "    features             = %s\n", listText(r.Features[svc]))
+		if avail, ok := r.AvailableExtensions[svc]; ok {
+			fmt.Fprintf(w, "    available_extensions = %s\n", listText(avail))
+		}
+		if c, ok := r.Credentials[svc]; ok {
+			fmt.Fprintf(w, "    endpoint             = %q\n", fmt.Sprintf("%s:%d", c.Host, c.Port))
+			fmt.Fprintf(w, "    user                 = %q\n", c.User)
+			fmt.Fprintln(w, "    password             = (sensitive)")
+			if c.Database != "" {
+				fmt.Fprintf(w, "    database             = %q\n", c.Database)
+			}
+		}
+		if id, ok := r.Resources.Containers[svc]; ok {
+			fmt.Fprintf(w, "    container            = %q\n", shortID(id))
+		}
+		fmt.Fprintln(w, "  }")
+	}
+}
+
+// StateText renders every instance in state.
+func StateText(w io.Writer, snap *state.Snapshot) {
+	recs := SortedRecords(snap)
+	if len(recs) == 0 {
+		fmt.Fprintln(w, "The state is empty: no sandboxes are provisioned.")
+		return
+	}
+	for i, r := range recs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		RecordText(w, r)
+	}
+}
+
+// JSONState is `show --json` without a plan file: instances without
+// credentials.
+type JSONState struct {
+	FormatVersion    string         `json:"format_version"`
+	SandboxerVersion string         `json:"sandboxer_version"`
+	Lineage          string         `json:"lineage"`
+	Serial           uint64         `json:"serial"`
+	Sandboxes        []JSONInstance `json:"sandboxes"`
+}
+
+// JSONInstance is one instance without secrets.
+type JSONInstance struct {
+	Address             string              `json:"address"`
+	Project             string              `json:"project"`
+	Services            []string            `json:"services"`
+	Features            config.FeatureSet   `json:"features"`
+	AvailableExtensions map[string][]string `json:"available_extensions"`
+	Endpoints           map[string]string   `json:"endpoints"`
+	Generation          int                 `json:"generation"`
+	CreatedAt           time.Time           `json:"created_at"`
+	ExpiresAt           *time.Time          `json:"expires_at"`
+	OnDemand            bool                `json:"on_demand"`
+}
+
+// NewJSONInstance strips a record down to what may be shown.
+func NewJSONInstance(r *state.Record) JSONInstance {
+	ji := JSONInstance{Address: r.Address, Project: r.Project, Services: r.Services,
+		Features: config.FeatureSet(r.Features).Only(r.Services), AvailableExtensions: r.AvailableExtensions,
+		Endpoints: map[string]string{}, Generation: r.Generation, CreatedAt: r.CreatedAt.UTC(), OnDemand: r.OnDemand}
+	if ji.AvailableExtensions == nil {
+		ji.AvailableExtensions = map[string][]string{}
+	}
+	for svc, c := range r.Credentials {
+		ji.Endpoints[svc] = fmt.Sprintf("%s:%d", c.Host, c.Port)
+	}
+	if !r.ExpiresAt.IsZero() {
+		t := r.ExpiresAt.UTC()
+		ji.ExpiresAt = &t
+	}
+	return ji
+}
+
+// StateJSON writes the state document.
+func StateJSON(w io.Writer, snap *state.Snapshot, version string) error {
+	doc := JSONState{FormatVersion: "1.0", SandboxerVersion: version, Lineage: snap.Lineage,
+		Serial: snap.Serial, Sandboxes: []JSONInstance{}}
+	for _, r := range SortedRecords(snap) {
+		doc.Sandboxes = append(doc.Sandboxes, NewJSONInstance(r))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
