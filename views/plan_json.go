@@ -39,7 +39,6 @@ type JSONChangeSet struct {
 // NewJSONPlan converts a plan to its JSON form.
 func NewJSONPlan(p *plan.Plan, version string) JSONPlan {
 	out := JSONPlan{FormatVersion: "1.0", SandboxerVersion: version,
-		Lineage: p.Lineage, Serial: p.Serial,
 		ResourceChanges: []JSONChange{}, Summary: p.Summary()}
 	for _, ch := range p.Changes {
 		jc := JSONChange{Address: ch.Addr.String(), Type: "sandbox", Name: ch.Addr.Name,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -76,7 +75,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 	if err != nil {
 		if ctx.Err() != nil {
 			// Interrupted: the engine call that noticed says nothing useful.
-			err = fmt.Errorf("interrupted (%w); removed what was created", ctx.Err())
+			err = fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		if cerr := p.cleanup(ctx, b); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("cleanup after failure: %w", cerr))
@@ -213,16 +212,4 @@ func (p *Provider) newCredentials(services []string) (map[string]state.Credentia
 		out[svc] = c
 	}
 	return out, nil
-}
-
-// intersect returns the sorted elements of a that are in b.
-func intersect(a, b []string) []string {
-	out := []string{}
-	for _, x := range a {
-		if slices.Contains(b, x) && !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

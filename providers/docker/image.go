@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -100,14 +99,4 @@ func tmpfsMounts(ii image.InspectResponse, extra ...string) map[string]string {
 		m[path] = ""
 	}
 	return m
-}
-
-// sortedKeys returns the keys of a set, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

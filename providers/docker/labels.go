@@ -37,7 +37,7 @@ type Managed struct {
 	Name       string
 	Address    string
 	Lineage    string
-	Generation int // 0 when the label is missing or malformed
+	Generation int // -1 when the label is missing or malformed
 	Service    string
 }
 
@@ -59,7 +59,10 @@ func serviceLabels(address, lineage string, generation int, service string) map[
 }
 
 func managedFrom(kind, id, name string, labels map[string]string) Managed {
-	gen, _ := strconv.Atoi(labels[LabelGeneration])
+	gen, err := strconv.Atoi(labels[LabelGeneration])
+	if err != nil {
+		gen = -1
+	}
 	return Managed{
 		Kind:       kind,
 		ID:         id,
