@@ -11,8 +11,6 @@ import (
 type JSONPlan struct {
 	FormatVersion    string       `json:"format_version"`
 	SandboxerVersion string       `json:"sandboxer_version"`
-	Lineage          string       `json:"lineage"`
-	Serial           uint64       `json:"serial"`
 	ResourceChanges  []JSONChange `json:"resource_changes"`
 	Summary          plan.Summary `json:"summary"`
 	Errored          bool         `json:"errored"`
