@@ -33,7 +33,8 @@ type scope struct {
 	sandbox cty.Value
 }
 
-// blockScope is the scope of provider, project and sandbox attributes.
+// blockScope is the scope of sandbox arguments (each is added per
+// instance): everything decoded before sandboxes.
 func blockScope() scope { return scope{locals: true, projects: true} }
 
 // outputScope is the scope of output values, with sandbox bound.

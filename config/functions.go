@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
@@ -17,8 +18,8 @@ func functions() map[string]function.Function {
 		"upper":      stdlib.UpperFunc,
 		"lower":      stdlib.LowerFunc,
 		"title":      stdlib.TitleFunc,
-		"format":     stdlib.FormatFunc,
-		"formatlist": stdlib.FormatListFunc,
+		"format":     boundedFormat(stdlib.FormatFunc),
+		"formatlist": boundedFormat(stdlib.FormatListFunc),
 		"join":       stdlib.JoinFunc,
 		"split":      stdlib.SplitFunc,
 		"replace":    stdlib.ReplaceFunc,
@@ -61,7 +62,6 @@ func lengthFunc() function.Function {
 			Type:             cty.DynamicPseudoType,
 			AllowDynamicType: true,
 			AllowUnknown:     true,
-			AllowMarked:      true,
 		}},
 		Type: func(args []cty.Value) (cty.Type, error) {
 			ty := args[0].Type()
@@ -71,10 +71,71 @@ func lengthFunc() function.Function {
 			return cty.NilType, errors.New("argument must be a string, a collection type, or a structural type")
 		},
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			if args[0].Type() == cty.String {
-				return stdlib.Strlen(args[0])
+			v := args[0]
+			switch ty := v.Type(); {
+			case ty == cty.String:
+				return stdlib.Strlen(v)
+			case ty.IsObjectType():
+				if !v.IsKnown() {
+					return cty.UnknownVal(cty.Number), nil
+				}
+				if v.IsNull() {
+					return cty.NilVal, errors.New("argument must not be null")
+				}
+				return cty.NumberIntVal(int64(len(ty.AttributeTypes()))), nil
 			}
-			return stdlib.Length(args[0])
+			return stdlib.Length(v)
 		},
 	})
+}
+
+// maxFormatWidth bounds widths and precisions in format verbs: stdlib pads
+// strings itself, so "%999999999s" would build a gigabyte string from one
+// line of configuration.
+const maxFormatWidth = 1024
+
+// boundedFormat wraps format or formatlist to refuse absurd widths.
+func boundedFormat(f function.Function) function.Function {
+	return function.New(&function.Spec{
+		Description: f.Description(),
+		Params:      f.Params(),
+		VarParam:    f.VarParam(),
+		Type:        f.ReturnTypeForValues,
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if len(args) > 0 && args[0].IsKnown() && !args[0].IsNull() && args[0].Type() == cty.String {
+				s, _ := args[0].Unmark()
+				if err := checkFormatWidths(s.AsString()); err != nil {
+					return cty.DynamicVal, function.NewArgError(0, err)
+				}
+			}
+			return f.Call(args)
+		},
+	})
+}
+
+// checkFormatWidths finds every number in a verb (between "%" and the verb
+// letter) and refuses those above maxFormatWidth.
+func checkFormatWidths(format string) error {
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		for i++; i < len(format); i++ {
+			c := format[i]
+			if c >= '0' && c <= '9' {
+				n := 0
+				for ; i < len(format) && format[i] >= '0' && format[i] <= '9'; i++ {
+					if n = n*10 + int(format[i]-'0'); n > maxFormatWidth {
+						return fmt.Errorf("format widths and precisions are limited to %d", maxFormatWidth)
+					}
+				}
+				i--
+				continue
+			}
+			if c != '.' && c != '-' && c != '+' && c != '#' && c != ' ' && c != '[' && c != ']' {
+				break // the verb letter, or "%%"
+			}
+		}
+	}
+	return nil
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// Config is a fully decoded and validated configuration directory.
+// Config is a fully decoded and validated configuration directory. When
+// Load reports errors only Dir, Sources and Files are dependable.
 type Config struct {
 	Dir     string
 	Sources map[string][]byte // file name (relative to Dir) → bytes, for diagnostics and saved plans
@@ -71,15 +72,21 @@ type Project struct {
 
 // Sandbox is one sandbox block before for_each expansion.
 type Sandbox struct {
-	Name      string
-	Project   string
-	OnDemand  bool
-	ForEach   bool
-	TTL       time.Duration // 0: never expires
+	Name     string
+	Project  string
+	OnDemand bool
+	ForEach  bool
+	// TTL is the lifetime of the block's instances, 0 for never. With
+	// for_each the TTL may depend on each.key; when instances differ it is
+	// 0 here and only Instance.TTL is exact.
+	TTL       time.Duration
 	DeclRange hcl.Range
 }
 
-// Instance is one desired sandbox instance after for_each expansion.
+// Instance is one desired sandbox instance after for_each expansion. An
+// on_demand block yields one template instance at its block address
+// (sandbox.NAME, OnDemand set); `request` provisions sandbox.NAME["KEY"]
+// from it.
 type Instance struct {
 	Addr    Address
 	Project string

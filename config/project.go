@@ -61,7 +61,7 @@ func (l *loader) decodeProjectBlock(b *hcl.Block) (p *Project, known bool, diags
 			services = append(services, it.Value)
 		}
 		p.Services = SortedUnique(services)
-		if ok && len(items) == 0 {
+		if ok && len(items) == 0 && !more.HasErrors() {
 			diags = append(diags, errorDiag("Empty services list",
 				fmt.Sprintf("Project %q must opt in at least one service; known services: %s.", p.Name, strings.Join(l.cat.Services(), ", ")),
 				attr.Expr.Range()))

@@ -144,7 +144,7 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		if ok {
 			requested = nil
 		}
-		if ok && len(items) == 0 {
+		if ok && len(items) == 0 && !more.HasErrors() {
 			diags = append(diags, errorDiag("Empty services list",
 				fmt.Sprintf("%s must request at least one service. Remove the services argument to request every service its project opts in.", owner),
 				attr.Expr.Range()))

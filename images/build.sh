@@ -89,8 +89,8 @@ apt_source_uri() {
   return 1
 }
 
-# Set SOURCES to the mmdebstrap source lines for $1 (e.g. trixie): main archive + -updates (+ -security if the
-# host has a security source configured).
+# Set SOURCES to the mmdebstrap source lines for suite $1 (e.g. trixie): main archive
+# and -updates, plus -security if the host has a security source configured.
 apt_sources_for() {
   local suite=$1
   SOURCES=("deb $MIRROR $suite main" "deb $MIRROR $suite-updates main")

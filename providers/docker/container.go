@@ -26,9 +26,10 @@ type containerSpec struct {
 }
 
 // createContainer creates (does not start) one service's container on the
-// instance network and records it in b so a failure can remove it.
-func (p *Provider) createContainer(ctx context.Context, b *build, spec containerSpec) (string, error) {
-	name := containerName(b.req.Lineage, b.req.Address, b.req.Generation, spec.Service)
+// instance network, records it in b so a failure can remove it, and
+// returns its id and name.
+func (p *Provider) createContainer(ctx context.Context, b *build, spec containerSpec) (id, name string, err error) {
+	name = containerName(b.req.Lineage, b.req.Address, b.req.Generation, spec.Service)
 	cfg := &container.Config{
 		Image:        spec.Image,
 		Env:          spec.Env,
@@ -54,12 +55,20 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 	netCfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		b.netName: {Aliases: []string{spec.Service}},
 	}}
-	resp, err := p.cli.ContainerCreate(ctx, cfg, host, netCfg, nil, name)
+	// Not cancelled mid-flight: the engine finishes a create whose request
+	// was abandoned, and the container would appear after cleanup ran.
+	// Letting the call return means the id is known and cleanup removes it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	resp, err := p.cli.ContainerCreate(cctx, cfg, host, netCfg, nil, name)
 	if err != nil {
-		return "", p.engineErr("create container "+name, err)
+		return "", "", p.engineErr("create container "+name, err)
 	}
 	b.addContainer(spec.Service, resp.ID, name)
-	return resp.ID, nil
+	if err := ctx.Err(); err != nil {
+		return "", "", err
+	}
+	return resp.ID, name, nil
 }
 
 // startContainer starts a created container and returns the host port the
@@ -80,7 +89,7 @@ func (p *Provider) startContainer(ctx context.Context, id, name string, port nat
 		}
 	}
 	if ci.State != nil && !ci.State.Running {
-		return 0, fmt.Errorf("container exited during start with code %d", ci.State.ExitCode)
+		return 0, fmt.Errorf("%w during start with code %d", errExited, ci.State.ExitCode)
 	}
 	return 0, fmt.Errorf("container %s has no host port published for %s", name, port)
 }

@@ -13,9 +13,9 @@
 //     without no-new-privileges, or create anonymous volumes;
 //   - hand out a superuser (PostgreSQL) or a Redis user that can load
 //     modules, change configuration or run debug commands;
-//   - put a password in an error, a log line, a label, a container name or
-//     on a command line (the PostgreSQL image contract needs the admin
-//     password in POSTGRES_PASSWORD; nothing else is passed in clear text);
+//   - put a password in an error, a log line, a label, a container name, an
+//     environment variable or on a command line (secrets reach containers
+//     as files copied in before start; see files.go);
 //   - decide readiness by counting log lines;
 //   - remove anything that does not carry its labels.
 package docker

@@ -185,21 +185,25 @@ func TestDeleteRefusesUnlabelled(t *testing.T) {
 }
 
 // An interrupted Create (Ctrl-C cancels its context) still removes what it
-// made.
+// made, whether it is cut off while creating containers or while waiting.
 func TestCreateCancelledCleansUp(t *testing.T) {
 	t.Parallel()
 	p, secrets := newTestProvider(t)
-	lineage := newLineage(t, p)
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
-	_, err := p.Create(ctx, apply.CreateRequest{
-		Address: "sandbox.interrupted", Lineage: lineage, Generation: 1,
-		Features: config.FeatureSet{"postgres": {}, "redis": {}},
-	})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("got %v, want a context error", err)
+	for _, after := range []time.Duration{50 * time.Millisecond, 1500 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) {
+			lineage := newLineage(t, p)
+			ctx, cancel := context.WithTimeout(context.Background(), after)
+			defer cancel()
+			_, err := p.Create(ctx, apply.CreateRequest{
+				Address: "sandbox.interrupted", Lineage: lineage, Generation: 1,
+				Features: config.FeatureSet{"postgres": {}, "redis": {}},
+			})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("got %v, want a context error", err)
+			}
+			t.Logf("error: %v", err)
+			secrets.assertClean(t, err)
+			assertNothingLabelled(t, p, lineage)
+		})
 	}
-	t.Logf("error: %v", err)
-	secrets.assertClean(t, err)
-	assertNothingLabelled(t, p, lineage)
 }

@@ -111,10 +111,12 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]Managed, 
 	return out, nil
 }
 
-// DeleteManaged removes the given resources: containers first (forced, with
-// their anonymous volumes), then networks, then volumes, so nothing is still
-// in use when its turn comes. Resources already gone count as removed. It
-// tries every item and returns all failures joined.
+// DeleteManaged removes the given resources, as listed by ListManaged:
+// containers first (forced, with their anonymous volumes), then networks,
+// then volumes, so nothing is still in use when its turn comes. Resources
+// already gone count as removed. It tries every item and returns all
+// failures joined. It does not re-check labels: pass only what ListManaged
+// returned.
 func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
 	order := map[string]int{KindContainer: 0, KindNetwork: 1, KindVolume: 2}
 	sorted := append([]Managed(nil), items...)
@@ -131,12 +133,14 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
 			err = p.cli.VolumeRemove(ctx, m.ID, true)
 			if cerrdefs.IsNotFound(err) {
 				err = nil
+			} else if err != nil {
+				err = p.engineErr("remove volume", err)
 			}
 		default:
 			err = fmt.Errorf("unknown kind %q", m.Kind)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("remove %s %s: %w", m.Kind, displayName(m), err))
+			errs = append(errs, fmt.Errorf("%s %s: %w", m.Kind, displayName(m), err))
 		}
 	}
 	return errors.Join(errs...)

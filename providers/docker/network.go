@@ -13,7 +13,10 @@ import (
 // binding address is 127.0.0.1, so even a port published without an explicit
 // address would stay on loopback.
 func (p *Provider) createNetwork(ctx context.Context, name string, labels map[string]string) (string, error) {
-	resp, err := p.cli.NetworkCreate(ctx, name, network.CreateOptions{
+	// Not cancelled mid-flight, for the reason given in createContainer.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	resp, err := p.cli.NetworkCreate(cctx, name, network.CreateOptions{
 		Driver: "bridge",
 		Labels: labels,
 		Options: map[string]string{
@@ -26,6 +29,9 @@ func (p *Provider) createNetwork(ctx context.Context, name string, labels map[st
 				"(each sandbox gets its own; remove unused networks or widen default-address-pools in daemon.json): %w", name, err)
 		}
 		return "", p.engineErr("create network "+name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
 	}
 	return resp.ID, nil
 }

@@ -13,8 +13,9 @@ import (
 )
 
 const (
-	postgresPort  = nat.Port("5432/tcp")
-	defaultPGDATA = "/var/lib/postgresql/data"
+	postgresPort   = nat.Port("5432/tcp")
+	defaultPGDATA  = "/var/lib/postgresql/data"
+	pgPasswordFile = "postgres-password"
 )
 
 // startPostgres runs the official-image contract with sandboxer's admin as
@@ -38,12 +39,13 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	spec := containerSpec{
 		Service: "postgres",
 		Image:   img.Ref,
-		// The image contract has no other way in for the first password;
-		// the admin never leaves sandboxer and the app role's password never
-		// reaches the container in clear text (see setupPostgres).
+		// The admin password goes in as a file (the official image's
+		// POSTGRES_PASSWORD_FILE), so `docker inspect` does not show it; the
+		// app role's password never reaches the container in clear text
+		// (see setupPostgres).
 		Env: []string{
 			"POSTGRES_USER=" + c.AdminUser,
-			"POSTGRES_PASSWORD=" + c.AdminPassword.Reveal(),
+			"POSTGRES_PASSWORD_FILE=" + secretPath(pgPasswordFile),
 			"POSTGRES_DB=postgres",
 			"POSTGRES_INITDB_ARGS=--nosync",
 		},
@@ -55,11 +57,17 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		Port:  postgresPort,
 		Tmpfs: tmpfsMounts(ii, pgdata),
 	}
-	id, err := p.createContainer(ctx, b, spec)
+	id, name, err := p.createContainer(ctx, b, spec)
 	if err != nil {
 		return err
 	}
-	port, err := p.startContainer(ctx, id, containerName(b.req.Lineage, b.req.Address, b.req.Generation, "postgres"), postgresPort)
+	// Mode 0400: the entrypoint reads it as root (or as the postgres user
+	// that owns it) before starting the server.
+	pw := containerFile{Name: pgPasswordFile, Content: []byte(c.AdminPassword.Reveal()), Mode: 0o400}
+	if err := p.copyFiles(ctx, id, pw); err != nil {
+		return fmt.Errorf("copy admin password file into %s: %w", name, err)
+	}
+	port, err := p.startContainer(ctx, id, name, postgresPort)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,9 @@ const (
 	// fresh context so an interrupted Create still cleans up.
 	cleanupTimeout = 30 * time.Second
 	pingTimeout    = 10 * time.Second
+	// createTimeout bounds a container or network create, which runs to
+	// completion even when the caller's context ends (see createContainer).
+	createTimeout = time.Minute
 )
 
 // Provider drives one Docker engine. It is safe for concurrent use once

@@ -45,7 +45,7 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 		return err
 	}
 	cmd := []string{"redis-server",
-		"--aclfile", aclPath,
+		"--aclfile", secretPath(aclFileName),
 		"--save", "",
 		"--appendonly", "no",
 		"--enable-module-command", "no",
@@ -66,12 +66,12 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 		Port:    redisPort,
 		Tmpfs:   tmpfsMounts(ii),
 	}
-	id, err := p.createContainer(ctx, b, spec)
+	id, name, err := p.createContainer(ctx, b, spec)
 	if err != nil {
 		return err
 	}
-	name := containerName(b.req.Lineage, b.req.Address, b.req.Generation, "redis")
-	if err := p.copyACLFile(ctx, id, c); err != nil {
+	// The file holds only SHA-256 hashes of the passwords.
+	if err := p.copyFiles(ctx, id, containerFile{Name: aclFileName, Content: aclFile(c), Mode: 0o600}); err != nil {
 		return fmt.Errorf("copy ACL file into %s: %w", name, err)
 	}
 	port, err := p.startContainer(ctx, id, name, redisPort)

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,22 +8,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/docker/docker/api/types/container"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// The ACL file lives outside every VOLUME path (those get a tmpfs at start,
-// which would hide a file copied in before).
-const (
-	aclPath = "/etc/sandboxer/users.acl"
-	// redisUID is the redis user of the official images (Debian and
-	// Alpine) and of the local ones; the file is that user's, mode 0600.
-	redisUID = 999
-)
+// aclFileName is the ACL file inside secretDir.
+const aclFileName = "users.acl"
 
 // appACL is what the handed-out user may do: everything except the @admin
 // and @dangerous categories (MODULE, CONFIG, DEBUG, ACL, SHUTDOWN, MONITOR,
@@ -50,37 +41,6 @@ func aclFile(c state.Credentials) []byte {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
-}
-
-// copyACLFile puts the ACL file into a created, not yet started container.
-func (p *Provider) copyACLFile(ctx context.Context, id string, c state.Credentials) error {
-	content := aclFile(c)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	now := time.Now()
-	hdrs := []*tar.Header{
-		{Typeflag: tar.TypeDir, Name: "sandboxer/", Mode: 0o755, ModTime: now},
-		{Typeflag: tar.TypeReg, Name: "sandboxer/users.acl", Mode: 0o600, Size: int64(len(content)),
-			Uid: redisUID, Gid: redisUID, ModTime: now},
-	}
-	for _, h := range hdrs {
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write(content); err != nil {
-				return err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	// Extracted under /etc, which every image has.
-	if err := p.cli.CopyToContainer(ctx, id, "/etc", &buf, container.CopyToContainerOptions{}); err != nil {
-		return p.engineErr("copy to container", err)
-	}
-	return nil
 }
 
 // restrictModuleCommands denies the app user the administrative and debug

@@ -11,7 +11,7 @@ import (
 // milliseconds), then at most every maxBackoff.
 const (
 	minBackoff     = 25 * time.Millisecond
-	maxBackoff     = 400 * time.Millisecond
+	maxBackoff     = 100 * time.Millisecond
 	attemptTimeout = 2 * time.Second
 )
 

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// BenchmarkPlan1000 is the whole `plan --refresh=false` command: decode a
+// configuration of 1,000 sandboxes in 20 projects, read a state holding
+// 1,000 instances, build and render the plan.
+func BenchmarkPlan1000(b *testing.B) {
+	dir := b.TempDir()
+	var hcl strings.Builder
+	for p := range 20 {
+		fmt.Fprintf(&hcl, "project \"p%02d\" {\n  services = [\"postgres\", \"redis\"]\n  extensions = { postgres = [\"vector\"] }\n}\n\n", p)
+	}
+	for i := range 1000 {
+		ext := `{ postgres = ["pg_trgm"] }`
+		if i%4 == 0 {
+			ext = `{ redis = ["search"] }`
+		}
+		fmt.Fprintf(&hcl, "sandbox \"s%04d\" {\n  project    = project.p%02d\n  extensions = %s\n  ttl        = \"4h\"\n}\n\n", i, i%20, ext)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(hcl.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	store := state.Open(filepath.Join(dir, ".sandboxer", "state.db"))
+	ctx := context.Background()
+	now := time.Now().UTC()
+	for i := range 1000 {
+		rec := &state.Record{
+			Address: fmt.Sprintf("sandbox.s%04d", i), Project: fmt.Sprintf("p%02d", i%20),
+			Services: []string{"postgres", "redis"},
+			Features: map[string][]string{"postgres": {"pg_trgm", "vector"}, "redis": {}},
+			AvailableExtensions: map[string][]string{
+				"postgres": {"citext", "hstore", "pg_trgm", "pgcrypto", "postgis", "uuid-ossp", "vector"},
+				"redis":    {"search"}},
+			Credentials: map[string]state.Credentials{
+				"postgres": {Host: "127.0.0.1", Port: 40000 + i, User: "sandbox", Password: "p4ssw0rd-0123456789abcdef", Database: "sandbox",
+					AdminUser: "sbx_admin", AdminPassword: "adm1n-0123456789abcdef"},
+				"redis": {Host: "127.0.0.1", Port: 50000 + i, User: "sandbox", Password: "p4ssw0rd-0123456789abcdef"}},
+			Resources: state.Resources{Network: strings.Repeat("a", 64),
+				Containers: map[string]string{"postgres": strings.Repeat("b", 64), "redis": strings.Repeat("c", 64)}},
+			CreatedAt: now, ExpiresAt: now.Add(4 * time.Hour), Generation: 1,
+		}
+		if err := store.Put(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f := &Factory{
+		IO:      IOStreams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard},
+		Now:     time.Now,
+		Catalog: config.DefaultCatalog(),
+		Global:  GlobalOptions{Chdir: dir},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var errBuf bytes.Buffer
+		f.IO.Err = &errBuf
+		if code := Run(ctx, f, []string{"--chdir", dir, "plan", "--refresh=false"}); code != 0 {
+			b.Fatalf("plan exited %d: %s", code, errBuf.String())
+		}
+	}
+}

@@ -1,0 +1,40 @@
+# CI: one sandbox per test-matrix entry, each with only the services its
+# suite needs. In a GitHub Actions step:
+#
+#   sandboxer apply --auto-approve
+#   sandboxer env 'sandbox.suite["search"]' --format github >> "$GITHUB_ENV"
+#
+# The env command writes NAME=value lines for $GITHUB_ENV on stdout and
+# registers the passwords and URLs as masked values on stderr.
+variable "suites" {
+  type = map(list(string))
+  default = {
+    unit   = ["postgres"]
+    search = ["postgres", "redis"]
+  }
+}
+
+provider "docker" {
+  image "postgres" {
+    ref = "sandboxer.local/postgres:17"
+  }
+  image "redis" {
+    ref     = "sandboxer.local/redis:7"
+    modules = { search = "/usr/lib/redis/modules/redisearch.so" }
+  }
+}
+
+project "api" {
+  services = ["postgres", "redis"]
+  extensions = {
+    postgres = ["pg_trgm"]
+  }
+}
+
+sandbox "suite" {
+  for_each   = var.suites
+  project    = project.api
+  services   = each.value
+  extensions = each.key == "search" ? { redis = ["search"] } : {}
+  ttl        = "2h"
+}

@@ -1,0 +1,66 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"path"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+)
+
+// Secret material reaches a container as files copied in between create and
+// start, never as arguments (visible in `ps` and `docker inspect`) and, but
+// for the postgres contract's POSTGRES_PASSWORD_FILE pointer, never as
+// environment. The directory lives outside every VOLUME path: those get a
+// tmpfs at start, which would hide a file copied in before.
+const (
+	secretDir = "/etc/sandboxer"
+	// serviceUID owns the files: 999 is the postgres and redis user of the
+	// official Debian images and of the local ones (Alpine's redis too);
+	// entrypoints that start as root read them either way.
+	serviceUID = 999
+)
+
+// containerFile is one file to put under secretDir.
+type containerFile struct {
+	Name    string
+	Content []byte
+	Mode    int64
+}
+
+// secretPath is where a file named name ends up in the container.
+func secretPath(name string) string { return path.Join(secretDir, name) }
+
+// copyFiles puts files under secretDir in a created, not yet started
+// container. The tar is extracted under /etc, which every image has; the
+// engine keeps the owner the tar header names.
+func (p *Provider) copyFiles(ctx context.Context, id string, files ...containerFile) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	dir := path.Base(secretDir)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: now}); err != nil {
+		return err
+	}
+	for _, f := range files {
+		h := &tar.Header{
+			Typeflag: tar.TypeReg, Name: dir + "/" + f.Name, Mode: f.Mode, Size: int64(len(f.Content)),
+			Uid: serviceUID, Gid: serviceUID, ModTime: now,
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := tw.Write(f.Content); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := p.cli.CopyToContainer(ctx, id, path.Dir(secretDir), &buf, container.CopyToContainerOptions{}); err != nil {
+		return p.engineErr("copy files into container", err)
+	}
+	return nil
+}
