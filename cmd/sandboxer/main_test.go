@@ -39,8 +39,14 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"seedstate": cmdSeedState,
-			"holdlock":  cmdHoldLock,
+			"seedstate":  cmdSeedState,
+			"holdlock":   cmdHoldLock,
+			"pgcheck":    cmdPgCheck,
+			"redischeck": cmdRedisCheck,
+			"labelled":   cmdLabelled,
+			"dockerrm":   cmdDockerRm,
+			"saveenv":    cmdSaveEnv,
+			"nosecrets":  cmdNoSecrets,
 		},
 	})
 }

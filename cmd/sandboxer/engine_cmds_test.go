@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/sandboxer/sandboxer/cmd/sandboxer/internal/cli"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// envFile reads a `sandboxer env --format json` document.
+func envFile(ts *testscript.TestScript, path string) map[string]string {
+	b, err := os.ReadFile(ts.MkAbs(path))
+	ts.Check(err)
+	var env map[string]string
+	ts.Check(json.Unmarshal(b, &env))
+	return env
+}
+
+// expect turns an outcome into a script failure, honouring `!`.
+func expect(ts *testscript.TestScript, name string, neg bool, err error) {
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("%s: %v", name, err)
+	case err == nil && neg:
+		ts.Fatalf("%s: unexpectedly succeeded", name)
+	case err != nil:
+		ts.Logf("%s failed as expected: %v", name, err)
+	}
+}
+
+// cmdPgCheck connects with SANDBOXER_POSTGRES_URL from an env JSON file
+// and runs SELECT 1, then any further SQL given; `! pgcheck` expects the
+// connection or a statement to fail.
+//
+//	pgcheck ENVJSON [SQL...]
+func cmdPgCheck(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: pgcheck ENVJSON [SQL...]")
+	}
+	url := envFile(ts, args[0])["SANDBOXER_POSTGRES_URL"]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := func() error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		for _, sql := range append([]string{"SELECT 1"}, args[1:]...) {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	expect(ts, "pgcheck", neg, err)
+}
+
+// cmdRedisCheck authenticates with SANDBOXER_REDIS_URL and PINGs, then
+// runs any further command given (words separated by spaces).
+//
+//	redischeck ENVJSON [CMD...]
+func cmdRedisCheck(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: redischeck ENVJSON [CMD...]")
+	}
+	opts, err := redis.ParseURL(envFile(ts, args[0])["SANDBOXER_REDIS_URL"])
+	ts.Check(err)
+	opts.MaxRetries = -1
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := redis.NewClient(opts)
+	defer client.Close()
+	err = client.Ping(ctx).Err()
+	for _, c := range args[1:] {
+		if err != nil {
+			break
+		}
+		var words []any
+		for _, w := range strings.Fields(c) {
+			words = append(words, w)
+		}
+		err = client.Do(ctx, words...).Err()
+	}
+	expect(ts, "redischeck", neg, err)
+}
+
+// cmdLabelled asserts how many containers and networks carry the state
+// file's lineage label.
+//
+//	labelled STATEFILE N
+func cmdLabelled(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: labelled STATEFILE N")
+	}
+	want, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	snap, err := state.Open(ts.MkAbs(args[0])).Snapshot(context.Background())
+	ts.Check(err)
+	if snap.Lineage == "" {
+		ts.Fatalf("labelled: %s has no lineage yet", args[0])
+	}
+	filter := "label=dev.sandboxer.lineage=" + snap.Lineage
+	got := 0
+	for _, argv := range [][]string{
+		{"ps", "-aq", "--filter", filter},
+		{"network", "ls", "-q", "--filter", filter},
+	} {
+		out, err := exec.Command("docker", argv...).Output()
+		ts.Check(err)
+		got += len(strings.Fields(string(out)))
+	}
+	if got != want {
+		ts.Fatalf("labelled: %d containers and networks carry lineage %s, want %d", got, snap.Lineage, want)
+	}
+}
+
+// cmdDockerRm force-removes the container of one service of an instance,
+// as a user cleaning up by hand would.
+//
+//	dockerrm STATEFILE ADDR SERVICE
+func cmdDockerRm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: dockerrm STATEFILE ADDR SERVICE")
+	}
+	rec, err := state.Open(ts.MkAbs(args[0])).Get(context.Background(), args[1])
+	ts.Check(err)
+	if rec == nil {
+		ts.Fatalf("dockerrm: %s not in state", args[1])
+	}
+	id := rec.Resources.Containers[args[2]]
+	if id == "" {
+		ts.Fatalf("dockerrm: %s has no %s container", args[1], args[2])
+	}
+	out, err := exec.Command("docker", "rm", "-f", id).CombinedOutput()
+	if err != nil {
+		ts.Fatalf("dockerrm: %v: %s", err, out)
+	}
+}
+
+// cmdSaveEnv runs `sandboxer env ADDR --format json` in-process and writes
+// the result to FILE, so credentials never reach the script's log.
+//
+//	saveenv ADDR FILE
+func cmdSaveEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: saveenv ADDR FILE")
+	}
+	var out, errb bytes.Buffer
+	f := &cli.Factory{
+		IO:      cli.IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb},
+		Now:     time.Now,
+		Catalog: config.DefaultCatalog(),
+		Global:  cli.GlobalOptions{Chdir: ts.MkAbs(".")},
+	}
+	if code := cli.Run(context.Background(), f, []string{"--chdir", ts.MkAbs("."), "env", args[0], "--format", "json"}); code != 0 {
+		ts.Fatalf("saveenv: exit %d: %s", code, errb.String())
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), out.Bytes(), 0o600))
+}
+
+// cmdNoSecrets fails if the last command's stdout or stderr contains any
+// password or URL from an env JSON file.
+//
+//	nosecrets ENVJSON
+func cmdNoSecrets(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: nosecrets ENVJSON")
+	}
+	out := ts.ReadFile("stdout") + ts.ReadFile("stderr")
+	for name, v := range envFile(ts, args[0]) {
+		if strings.HasSuffix(name, "_PASSWORD") || strings.HasSuffix(name, "_URL") {
+			if strings.Contains(out, v) {
+				ts.Fatalf("nosecrets: the last command printed the value of %s", name)
+			}
+		}
+	}
+}
