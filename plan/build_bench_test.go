@@ -25,8 +25,8 @@ func BenchmarkBuild1000(b *testing.B) {
 		cfg.Instances = append(cfg.Instances, in)
 		cfg.Sandboxes[name] = &config.Sandbox{Name: name, Project: in.Project}
 		snap.Records[in.Addr.String()] = &state.Record{Address: in.Addr.String(), Project: in.Project,
-			Services: []string{"postgres", "redis"},
-			Features: map[string][]string{"postgres": {"pg_trgm", "vector"}, "redis": {}},
+			Services:  []string{"postgres", "redis"},
+			Features:  map[string][]string{"postgres": {"pg_trgm", "vector"}, "redis": {}},
 			CreatedAt: now, ExpiresAt: now.Add(time.Hour), Generation: 1}
 	}
 	b.ReportAllocs()
