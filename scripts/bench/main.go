@@ -1,0 +1,199 @@
+// Command bench measures sandboxer against a raw `docker run` of the same
+// images, on this machine's engine, and prints the figures README quotes:
+//
+//   - cold time-to-ready of a postgres[vector]+redis[search] sandbox
+//     (`sandboxer apply`, whole CLI run) against `docker run` of the same
+//     two images followed by the same readiness probe (pgx SELECT 1, redis
+//     AUTH+PING), median of N runs, and their ratio;
+//   - a no-op `sandboxer apply` over 10 live sandboxes (refresh probes all).
+//
+// Usage: go run ./scripts/bench [-runs 5] [-bin bin/sandboxer]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	pgImage     = "sandboxer.local/postgres:17"
+	redisImage  = "sandboxer.local/redis:7"
+	searchPath  = "/usr/lib/redis/modules/redisearch.so"
+	benchSecret = "bench-only-password"
+)
+
+const providerBlock = `provider "docker" {
+  image "postgres" { ref = "` + pgImage + `" }
+  image "redis" {
+    ref     = "` + redisImage + `"
+    modules = { search = "` + searchPath + `" }
+  }
+}
+
+project "bench" {
+  services   = ["postgres", "redis"]
+  extensions = { postgres = ["vector"], redis = ["search"] }
+}
+`
+
+func main() {
+	runs := flag.Int("runs", 5, "cold starts to measure for each side")
+	bin := flag.String("bin", "bin/sandboxer", "sandboxer binary")
+	flag.Parse()
+	abs, err := filepath.Abs(*bin)
+	check(err)
+	ctx := context.Background()
+
+	var raw, sbx []time.Duration
+	for i := range *runs {
+		// Alternate so load drift on a shared machine hits both sides.
+		raw = append(raw, rawColdStart(ctx, i))
+		sbx = append(sbx, sandboxerColdStart(abs, i))
+		fmt.Printf("run %d: docker run %v, sandboxer apply %v\n", i+1, raw[i].Round(time.Millisecond), sbx[i].Round(time.Millisecond))
+	}
+	r, s := median(raw), median(sbx)
+	fmt.Printf("\ncold time-to-ready, postgres[vector]+redis[search], median of %d:\n", *runs)
+	fmt.Printf("  docker run + probe : %v\n", r.Round(time.Millisecond))
+	fmt.Printf("  sandboxer apply    : %v\n", s.Round(time.Millisecond))
+	fmt.Printf("  ratio              : %.2fx\n", float64(s)/float64(r))
+
+	noop := noopApply(abs, 10, *runs)
+	fmt.Printf("\nno-op apply over 10 live sandboxes, median of %d: %v\n", *runs, noop.Round(time.Millisecond))
+}
+
+// rawColdStart starts both containers with docker run, as a user without
+// sandboxer would, then waits with the same probe sandboxer uses.
+func rawColdStart(ctx context.Context, i int) time.Duration {
+	pg := fmt.Sprintf("sbx-bench-raw-pg-%d-%d", os.Getpid(), i)
+	rd := fmt.Sprintf("sbx-bench-raw-redis-%d-%d", os.Getpid(), i)
+	defer docker("rm", "-f", pg, rd)
+	start := time.Now()
+	docker("run", "-d", "--name", pg, "-p", "127.0.0.1::5432", "-e", "POSTGRES_PASSWORD="+benchSecret,
+		"-e", "POSTGRES_INITDB_ARGS=--nosync", "--tmpfs", "/var/lib/postgresql/data", pgImage,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	docker("run", "-d", "--name", rd, "-p", "127.0.0.1::6379", redisImage,
+		"redis-server", "--requirepass", benchSecret, "--loadmodule", searchPath)
+	pgPort := port(pg, "5432/tcp")
+	redisPort := port(rd, "6379/tcp")
+	url := fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%s/postgres?sslmode=disable", benchSecret, pgPort)
+	waitFor(func() error {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, "SELECT 1")
+		return err
+	})
+	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + redisPort, Password: benchSecret, MaxRetries: -1})
+	defer rc.Close()
+	waitFor(func() error { return rc.Ping(ctx).Err() })
+	return time.Since(start)
+}
+
+// sandboxerColdStart times a whole `sandboxer apply` of one new sandbox.
+func sandboxerColdStart(bin string, i int) time.Duration {
+	dir, err := os.MkdirTemp("", "sbx-bench-")
+	check(err)
+	defer os.RemoveAll(dir)
+	write(dir, providerBlock+"\nsandbox \"cold\" {\n  project = project.bench\n}\n")
+	start := time.Now()
+	sandboxer(dir, bin, "apply", "--auto-approve")
+	d := time.Since(start)
+	sandboxer(dir, bin, "destroy", "--auto-approve")
+	return d
+}
+
+// noopApply provisions n sandboxes, then times apply runs that find
+// nothing to do (each one still refreshes all n).
+func noopApply(bin string, n, runs int) time.Duration {
+	dir, err := os.MkdirTemp("", "sbx-bench-noop-")
+	check(err)
+	defer os.RemoveAll(dir)
+	var b strings.Builder
+	b.WriteString(providerBlock)
+	for i := range n {
+		fmt.Fprintf(&b, "\nsandbox \"s%02d\" {\n  project = project.bench\n}\n", i)
+	}
+	write(dir, b.String())
+	sandboxer(dir, bin, "apply", "--auto-approve", "--parallelism", "4")
+	defer sandboxer(dir, bin, "destroy", "--auto-approve", "--parallelism", "8")
+	var times []time.Duration
+	for range runs {
+		start := time.Now()
+		out := sandboxer(dir, bin, "apply", "--auto-approve")
+		times = append(times, time.Since(start))
+		if !strings.Contains(out, fmt.Sprintf("0 to create, 0 to replace, 0 to destroy, %d reused", n)) {
+			fail("no-op apply was not a no-op:\n%s", out)
+		}
+	}
+	return median(times)
+}
+
+func waitFor(probe func() error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := probe()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			fail("not ready after 2m: %v", err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func port(container, p string) string {
+	out := docker("port", container, p)
+	line := strings.TrimSpace(strings.Split(out, "\n")[0])
+	return line[strings.LastIndex(line, ":")+1:]
+}
+
+func docker(args ...string) string {
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil && args[0] != "rm" {
+		fail("docker %s: %v\n%s", args[0], err, out)
+	}
+	return string(out)
+}
+
+func sandboxer(dir, bin string, args ...string) string {
+	cmd := exec.Command(bin, append([]string{"--chdir", dir}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		fail("sandboxer %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func write(dir, body string) {
+	check(os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(body), 0o644))
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func check(err error) {
+	if err != nil {
+		fail("%v", err)
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(1)
+}
