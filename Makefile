@@ -28,7 +28,7 @@ test: images vet unit fuzz
 
 bench: images build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./plan ./cmd/sandboxer/... ./state
-	bash scripts/bench.sh
+	$(GO) run ./scripts/bench -bin $(BIN)
 
 # The main job: the quick-start example, applied on this machine.
 run: images build
