@@ -53,17 +53,23 @@ func TestScripts(t *testing.T) {
 
 // cmdSeedState writes a state record without Docker, for plan scenarios:
 //
-//	seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N]
+//	seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N] [creds]
+//
+// creds gives every service fixed fake credentials (password
+// "s3cr3t-SERVICE'quoted"), for env and secrecy scenarios.
 func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
-		ts.Fatalf("usage: seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N]")
+		ts.Fatalf("usage: seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N] [creds]")
 	}
 	rec := &state.Record{Address: args[1], Project: "seeded", Features: map[string][]string{},
 		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Generation: 1}
+	withCreds := false
 	for _, a := range args[2:] {
 		switch {
 		case a == "expired":
 			rec.ExpiresAt = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+		case a == "creds":
+			withCreds = true
 		case strings.HasPrefix(a, "gen="):
 			n, err := strconv.Atoi(strings.TrimPrefix(a, "gen="))
 			ts.Check(err)
@@ -75,6 +81,17 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 			if feats != "" {
 				rec.Features[svc] = strings.Split(feats, ",")
 			}
+		}
+	}
+	if withCreds {
+		rec.Credentials = map[string]state.Credentials{}
+		for i, svc := range rec.Services {
+			c := state.Credentials{Host: "127.0.0.1", Port: 40000 + i, User: "app",
+				Password: state.Secret("s3cr3t-" + svc + "'quoted"), AdminUser: "sbx_admin", AdminPassword: "adm1n-secret"}
+			if svc == "postgres" {
+				c.Database = "app"
+			}
+			rec.Credentials[svc] = c
 		}
 	}
 	ts.Check(state.Open(ts.MkAbs(args[0])).Put(context.Background(), rec))
