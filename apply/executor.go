@@ -139,6 +139,11 @@ func (e *Executor) run(ctx context.Context, ch *plan.Change) error {
 
 func (e *Executor) change(ctx context.Context, ch *plan.Change) (int, error) {
 	addr := ch.Addr.String()
+	unlock, err := e.lockInstance(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	prior, err := e.Store.Get(ctx, addr)
 	if err != nil {
 		return 0, err

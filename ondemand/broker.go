@@ -1,0 +1,167 @@
+package ondemand
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Store is the part of state.Store the broker uses. Every call is one
+// short transaction or one flock.
+type Store interface {
+	Get(ctx context.Context, addr string) (*state.Record, error)
+	Put(ctx context.Context, rec *state.Record) error
+	Delete(ctx context.Context, addr string) error
+	Snapshot(ctx context.Context) (*state.Snapshot, error)
+	EnsureLineage(ctx context.Context) (string, error)
+	Lock(ctx context.Context, operation string, timeout time.Duration) (func() error, error)
+	LockInstance(ctx context.Context, addr, operation string, timeout time.Duration) (func() error, error)
+}
+
+var _ Store = (*state.Store)(nil)
+
+// MaxTTL bounds a per-call --ttl: an on-demand sandbox is for a piece of
+// work, and a typo like "3000h" should not keep one alive for months.
+const MaxTTL = 30 * 24 * time.Hour
+
+// DefaultLockTimeout is how long a call waits for another command working
+// on the same instance (typically a provision: seconds).
+const DefaultLockTimeout = 5 * time.Minute
+
+// keyPattern is what a key may look like: it becomes part of Docker
+// container and network names and of the address, so it stays within
+// what both accept without escaping.
+var keyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// Broker serves on-demand calls against one configuration and state. It
+// is safe for concurrent use: all coordination is through the store's
+// instance locks, which also serialise against other processes.
+type Broker struct {
+	Config   *config.Config
+	Catalog  *config.Catalog
+	Store    Store
+	Provider apply.Provider
+	// Events hears every transition; nil discards them.
+	Events events.Sink
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// LockTimeout bounds the wait for an instance another command holds
+	// (default DefaultLockTimeout).
+	LockTimeout time.Duration
+}
+
+// target is a validated on-demand address.
+type target struct {
+	addr  config.Address
+	block *config.Sandbox // nil when the block is no longer configured
+}
+
+func (t target) String() string { return t.addr.String() }
+
+// parseTarget turns an address (sandbox.NAME or sandbox.NAME["KEY"]) and an
+// optional separate key into a keyed address, validating the key.
+func parseTarget(address, key string) (config.Address, error) {
+	a, err := config.ParseAddress(strings.TrimSpace(address))
+	if err != nil {
+		return config.Address{}, refuse(Invalid, "%v", err)
+	}
+	switch {
+	case a.HasKey && key != "" && key != a.Key:
+		return config.Address{}, refuse(Invalid, "the address has key %q but --key says %q; give the key once", a.Key, key)
+	case !a.HasKey && key == "":
+		return config.Address{}, refuse(Invalid, "%s needs a key: --key K, or the address sandbox.%s[\"K\"]", a, a.Name)
+	case !a.HasKey:
+		a = config.Address{Name: a.Name, Key: key, HasKey: true}
+	}
+	if !keyPattern.MatchString(a.Key) {
+		return config.Address{}, refuse(Invalid,
+			"invalid key %q: a key is 1 to 63 characters, letters, digits, '_', '.' and '-', starting with a letter or digit (it becomes part of container names)", a.Key)
+	}
+	return a, nil
+}
+
+// resolve validates address+key against the configuration. A missing
+// block is NotFound unless allowGone (release may give back an instance
+// whose block was since removed).
+func (b *Broker) resolve(address, key string, allowGone bool) (target, error) {
+	a, err := parseTarget(address, key)
+	if err != nil {
+		return target{}, err
+	}
+	sb, ok := b.Config.Sandboxes[a.Name]
+	switch {
+	case !ok && allowGone:
+		return target{addr: a}, nil
+	case !ok:
+		return target{}, refuse(NotFound, "no sandbox block %q in the configuration%s", a.Name, b.onDemandBlocks())
+	case !sb.OnDemand:
+		return target{}, refuse(Invalid, "sandbox.%s is not an on-demand block (it has no on_demand = true); its instances are managed by plan and apply", a.Name)
+	}
+	return target{addr: a, block: sb}, nil
+}
+
+func (b *Broker) onDemandBlocks() string {
+	var names []string
+	for name, sb := range b.Config.Sandboxes {
+		if sb.OnDemand {
+			names = append(names, "sandbox."+name)
+		}
+	}
+	if len(names) == 0 {
+		return "; it declares no on-demand blocks"
+	}
+	sort.Strings(names)
+	return "; on-demand blocks: " + strings.Join(names, ", ")
+}
+
+// parseTTL validates a per-call TTL: positive and at most MaxTTL.
+func parseTTL(s string) (time.Duration, error) {
+	d, err := config.ParseTTL(strings.TrimSpace(s))
+	if err != nil {
+		return 0, refuse(Invalid, "ttl: %v", err)
+	}
+	if d <= 0 {
+		return 0, refuse(Invalid, "ttl %q: must be positive (omit it to use the block's ttl)", s)
+	}
+	if d > MaxTTL {
+		return 0, refuse(Invalid, "ttl %q is longer than the maximum of 30d", s)
+	}
+	return d, nil
+}
+
+// lock takes the instance lock, turning contention into a Busy error.
+func (b *Broker) lock(ctx context.Context, addr, operation string) (func() error, error) {
+	timeout := b.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	unlock, err := b.Store.LockInstance(ctx, addr, operation, timeout)
+	var le *state.LockedError
+	if errors.As(err, &le) {
+		return nil, &Error{Kind: Busy, Msg: fmt.Sprintf("%v; gave up after %s", le, timeout)}
+	}
+	return unlock, err
+}
+
+func (b *Broker) now() time.Time {
+	if b.Now == nil {
+		return time.Now().UTC()
+	}
+	return b.Now().UTC()
+}
+
+func (b *Broker) emit(typ events.Type, a config.Address, gen int, reason string) {
+	if b.Events == nil {
+		return
+	}
+	b.Events.Emit(events.Event{Time: b.now(), Event: typ, Address: a.String(), Key: a.Key, Generation: gen, Reason: reason})
+}

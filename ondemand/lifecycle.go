@@ -1,0 +1,105 @@
+package ondemand
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Release tears an instance down and removes its record. An instance that
+// is not there (never requested, already released or reaped) is a cheap
+// no-op: released is false, err nil, and the engine is not contacted.
+func (b *Broker) Release(ctx context.Context, address, key string) (released bool, err error) {
+	t, err := b.resolve(address, key, true)
+	if err != nil {
+		return false, err
+	}
+	addr := t.String()
+	// Look before locking: releasing what is not there must stay cheap.
+	// If a request records it right after this look, the release simply
+	// happened first.
+	if rec, err := b.Store.Get(ctx, addr); err != nil || rec == nil {
+		return false, err
+	}
+	unlock, err := b.lock(ctx, addr, "release")
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	rec, err := b.Store.Get(ctx, addr)
+	if err != nil || rec == nil {
+		return false, err
+	}
+	if !rec.OnDemand {
+		return false, refuse(Invalid, "%s was not provisioned on demand; use sandboxer destroy --target %s", addr, addr)
+	}
+	if err := b.Provider.Delete(ctx, rec); err != nil {
+		b.emit(events.Failed, t.addr, rec.Generation, err.Error())
+		return false, fmt.Errorf("release %s: %w", addr, err)
+	}
+	if err := b.Store.Delete(ctx, addr); err != nil {
+		return false, fmt.Errorf("release %s: %w", addr, err)
+	}
+	b.emit(events.Released, t.addr, rec.Generation, "released")
+	return true, nil
+}
+
+// Extend sets an instance's expiry to now + ttl. An expired instance is
+// not revived (reap may be removing it): request it again instead.
+func (b *Broker) Extend(ctx context.Context, address, key, ttl string) (*state.Record, error) {
+	t, err := b.resolve(address, key, false)
+	if err != nil {
+		return nil, err
+	}
+	if ttl == "" {
+		return nil, refuse(Invalid, "extend needs a ttl, e.g. --ttl 1h")
+	}
+	d, err := parseTTL(ttl)
+	if err != nil {
+		return nil, err
+	}
+	addr := t.String()
+	unlock, err := b.lock(ctx, addr, "extend")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rec, err := b.Store.Get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, refuse(NotFound, "%s is not provisioned; request it first", addr)
+	}
+	now := b.now()
+	if plan.Expired(rec, now) {
+		return nil, refuse(Conflict, "%s expired at %s and is due for reaping; request it again", addr, rec.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z07:00"))
+	}
+	rec.ExpiresAt = now.Add(d)
+	if err := b.Store.Put(ctx, rec); err != nil {
+		return nil, err
+	}
+	b.emit(events.Extended, t.addr, rec.Generation, "ttl "+d.String())
+	return rec, nil
+}
+
+// List returns every on-demand record, sorted by address. Records hold
+// credentials: callers show them through views.NewJSONInstance only.
+func (b *Broker) List(ctx context.Context) ([]*state.Record, error) {
+	snap, err := b.Store.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*state.Record
+	for _, r := range snap.Records {
+		if r.OnDemand {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	return out, nil
+}

@@ -1,0 +1,247 @@
+package ondemand
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Resource is one labelled engine resource (container, network, volume).
+type Resource struct {
+	Kind       string
+	ID         string
+	Name       string
+	Address    string
+	Generation int // -1 when unlabelled
+}
+
+// Inventory lists and removes the labelled resources of one lineage. The
+// docker provider's ListManaged/DeleteManaged, adapted, implement it.
+type Inventory interface {
+	ListManaged(ctx context.Context, lineage string) ([]Resource, error)
+	DeleteManaged(ctx context.Context, items []Resource) error
+}
+
+// Reaper destroys expired instances and removes orphaned resources.
+//
+// Policy (SPEC §8 leaves it open; this is the decision):
+//   - Expired on-demand instances are destroyed and their records removed.
+//   - Expired declared instances are destroyed too (a ttl is a lifetime,
+//     and nobody may run apply for days); the next plan shows them as
+//     new. Declared instances belong to plan/apply, so reap changes them
+//     only while it holds the whole-state lock, taken without waiting:
+//     while a plan or apply runs, reap leaves them for its next round.
+//   - An orphan is a resource labelled with this state's lineage that no
+//     record owns: no record at its address, or a generation other than
+//     the record's (a kill -9 between creating containers and recording
+//     them; an old generation whose removal failed).
+//
+// Safety while other commands run: every writer holds the instance lock
+// from before it creates resources until after it has recorded them
+// (request; apply's Executor too), so reap try-locks each address with
+// timeout 0, skips it when busy, and re-reads the record under the lock
+// before deciding that a resource is an orphan. A resource listed before
+// the lock and recorded meanwhile then matches the record and is kept;
+// one created after the listing is not in the list. No grace period is
+// needed on top: the lock is exactly the "in flight" window, while a
+// grace period would only guess at it (and leave crash leftovers for its
+// length). Declared addresses additionally need the state lock, which
+// covers an older Executor that does not take instance locks.
+type Reaper struct {
+	// Config tells which keyed addresses belong to on-demand blocks, for
+	// orphans that have no record. Nil: only records say so.
+	Config    *config.Config
+	Store     Store
+	Provider  apply.Provider // deletes expired instances
+	Inventory Inventory      // nil: orphans are not looked for
+	Events    events.Sink
+	Now       func() time.Time
+}
+
+// Skip is an address reap left alone this time.
+type Skip struct {
+	Address string
+	Why     string
+}
+
+// ReapReport says what one reap did.
+type ReapReport struct {
+	Expired []string   // addresses destroyed because their ttl ran out
+	Orphans []Resource // resources removed
+	Skipped []Skip
+}
+
+// Reap runs one pass. Errors of single addresses are joined; the rest of
+// the pass still runs.
+func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
+	rep := &ReapReport{}
+	snap, err := r.Store.Snapshot(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if snap.Lineage == "" {
+		return rep, nil // no state: nothing was ever provisioned from it
+	}
+	now := r.now()
+	work := map[string]*reapWork{}
+	get := func(addr string) *reapWork {
+		if work[addr] == nil {
+			work[addr] = &reapWork{}
+		}
+		return work[addr]
+	}
+	for addr, rec := range snap.Records {
+		if plan.Expired(rec, now) {
+			get(addr).expired = true
+		}
+	}
+	if r.Inventory != nil {
+		res, err := r.Inventory.ListManaged(ctx, snap.Lineage)
+		if err != nil {
+			return rep, fmt.Errorf("list labelled resources: %w", err)
+		}
+		for _, m := range res {
+			if rec := snap.Records[m.Address]; rec == nil || rec.Generation != m.Generation {
+				w := get(m.Address)
+				w.candidates = append(w.candidates, m)
+			}
+		}
+	}
+	addrs := make([]string, 0, len(work))
+	needState := false
+	for addr := range work {
+		addrs = append(addrs, addr)
+		if !r.onDemand(addr, snap.Records[addr]) {
+			needState = true
+		}
+	}
+	sort.Strings(addrs)
+
+	stateHeld := false
+	if needState {
+		unlock, err := r.Store.Lock(ctx, "reap", 0)
+		var le *state.LockedError
+		switch {
+		case errors.As(err, &le):
+		case err != nil:
+			return rep, err
+		default:
+			stateHeld = true
+			defer unlock()
+		}
+	}
+	var errs []error
+	for _, addr := range addrs {
+		if !r.onDemand(addr, snap.Records[addr]) && !stateHeld {
+			rep.Skipped = append(rep.Skipped, Skip{addr, "a plan or apply holds the state lock"})
+			continue
+		}
+		if err := r.reapOne(ctx, addr, work[addr].candidates, now, rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+type reapWork struct {
+	expired    bool
+	candidates []Resource
+}
+
+// reapOne handles one address under its instance lock, taken without
+// waiting.
+func (r *Reaper) reapOne(ctx context.Context, addr string, candidates []Resource, now time.Time, rep *ReapReport) error {
+	lockName := addr
+	if lockName == "" {
+		lockName = "(unlabelled)"
+	}
+	unlock, err := r.Store.LockInstance(ctx, lockName, "reap", 0)
+	var le *state.LockedError
+	if errors.As(err, &le) {
+		rep.Skipped = append(rep.Skipped, Skip{addr, "another command is working on it"})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Decide again from the record as it is now, under the lock.
+	rec, err := r.Store.Get(ctx, addr)
+	if err != nil {
+		return err
+	}
+	if rec != nil && plan.Expired(rec, now) {
+		if err := r.Provider.Delete(ctx, rec); err != nil {
+			r.emit(events.Failed, addr, rec.Generation, err.Error())
+			return fmt.Errorf("reap expired %s: %w", addr, err)
+		}
+		if err := r.Store.Delete(ctx, addr); err != nil {
+			return fmt.Errorf("reap expired %s: %w", addr, err)
+		}
+		rep.Expired = append(rep.Expired, addr)
+		r.emit(events.Expired, addr, rec.Generation, "expired")
+		rec = nil // its generation's leftovers, if any, are orphans now
+	}
+	var orphans []Resource
+	for _, m := range candidates {
+		if rec == nil || m.Generation != rec.Generation {
+			orphans = append(orphans, m)
+		}
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	if err := r.Inventory.DeleteManaged(ctx, orphans); err != nil {
+		r.emit(events.Failed, addr, 0, err.Error())
+		return fmt.Errorf("remove orphans of %s: %w", addr, err)
+	}
+	rep.Orphans = append(rep.Orphans, orphans...)
+	gens := map[int]bool{}
+	for _, m := range orphans {
+		if !gens[m.Generation] {
+			gens[m.Generation] = true
+			r.emit(events.Reaped, addr, m.Generation, "orphan")
+		}
+	}
+	return nil
+}
+
+// onDemand reports whether addr belongs to the on-demand path: its record
+// says so, or (no record) it is keyed and its block is on_demand.
+func (r *Reaper) onDemand(addr string, rec *state.Record) bool {
+	if rec != nil {
+		return rec.OnDemand
+	}
+	a, err := config.ParseAddress(addr)
+	if err != nil || !a.HasKey || r.Config == nil {
+		return false
+	}
+	sb, ok := r.Config.Sandboxes[a.Name]
+	return ok && sb.OnDemand
+}
+
+func (r *Reaper) now() time.Time {
+	if r.Now == nil {
+		return time.Now().UTC()
+	}
+	return r.Now().UTC()
+}
+
+func (r *Reaper) emit(typ events.Type, addr string, gen int, reason string) {
+	if r.Events == nil {
+		return
+	}
+	ev := events.Event{Time: r.now(), Event: typ, Address: addr, Generation: gen, Reason: reason}
+	if a, err := config.ParseAddress(addr); err == nil {
+		ev.Key = a.Key
+	}
+	r.Events.Emit(ev)
+}
