@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Broker is what the API serves; *ondemand.Broker implements it.
+type Broker interface {
+	Request(ctx context.Context, req ondemand.Request) (*ondemand.Result, error)
+	Release(ctx context.Context, address, key string) (bool, error)
+	Extend(ctx context.Context, address, key, ttl string) (*state.Record, error)
+	List(ctx context.Context) ([]*state.Record, error)
+}
+
+// MaxBody bounds a request body; larger ones get 413.
+const MaxBody = 64 << 10
+
+// Server is the API's http.Handler.
+type Server struct {
+	broker Broker
+	token  [32]byte // SHA-256 of the bearer token
+	log    *log.Logger
+	mux    *http.ServeMux
+}
+
+// New returns the API handler. token must not be empty. logger gets one
+// line per call (method, path, status, duration, address), never a body.
+func New(b Broker, token string, logger *log.Logger) (*Server, error) {
+	if strings.TrimSpace(token) == "" {
+		return nil, errors.New("no API token: set SANDBOXER_API_TOKEN or --token-file")
+	}
+	if logger == nil {
+		logger = log.New(io.Discard, "", 0)
+	}
+	s := &Server{broker: b, token: sha256.Sum256([]byte(token)), log: logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.Handle("POST /v1/request", s.authed(s.request))
+	s.mux.Handle("POST /v1/release", s.authed(s.release))
+	s.mux.Handle("POST /v1/extend", s.authed(s.extend))
+	s.mux.Handle("GET /v1/sandboxes", s.authed(s.list))
+	return s, nil
+}
+
+// ServeHTTP logs the call and turns a panic into a plain 500.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &recorder{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Printf("%s %s: internal error: %v", r.Method, r.URL.Path, p)
+			if !rw.wrote {
+				writeError(rw, http.StatusInternalServerError, "internal error", nil)
+			}
+		}
+		s.log.Printf("%s %s %d %s%s", r.Method, r.URL.Path, rw.status, time.Since(start).Round(time.Microsecond), rw.addr)
+	}()
+	// Unknown paths and methods answer in JSON too.
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.notFoundOrMethod(rw, r)
+		return
+	}
+	s.mux.ServeHTTP(rw, r)
+}
+
+func (s *Server) notFoundOrMethod(w http.ResponseWriter, r *http.Request) {
+	for _, route := range []string{"/healthz", "/v1/request", "/v1/release", "/v1/extend", "/v1/sandboxes"} {
+		if r.URL.Path == route {
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, route), nil)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s", r.URL.Path), nil)
+}
+
+// authed requires "Authorization: Bearer <token>", compared in constant
+// time (over fixed-length digests, so the length leaks nothing either).
+func (s *Server) authed(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxer"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token", nil)
+			return
+		}
+		h(w, r)
+	})
+}
+
+// recorder remembers the status and the address a call was about, for the
+// log line.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+	addr   string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+// noteAddr puts the address into the log line.
+func noteAddr(w http.ResponseWriter, addr string) {
+	if r, ok := w.(*recorder); ok && addr != "" {
+		r.addr = " " + addr
+	}
+}
+
+type errorBody struct {
+	Error   string   `json:"error"`
+	Allowed []string `json:"allowed,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string, allowed []string) {
+	writeJSON(w, status, errorBody{Error: msg, Allowed: allowed})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

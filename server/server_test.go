@@ -1,0 +1,143 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+type fakeBroker struct {
+	lastReq ondemand.Request
+	calls   int
+}
+
+func (f *fakeBroker) Request(ctx context.Context, req ondemand.Request) (*ondemand.Result, error) {
+	f.calls++
+	f.lastReq = req
+	switch req.Key {
+	case "bad-feature":
+		return nil, &ondemand.Error{Kind: ondemand.NotAllowed, Msg: `postgres feature "plpython3u" is not on the allowlist; allowed: citext, vector`, Allowed: []string{"citext", "vector"}}
+	case "nope":
+		return nil, &ondemand.Error{Kind: ondemand.NotFound, Msg: `no sandbox block "nope"`}
+	case "panic":
+		panic("boom with a secret s3cr3t")
+	}
+	return &ondemand.Result{Address: `sandbox.agent["` + req.Key + `"]`, Generation: 1,
+		Env: map[string]string{"SANDBOXER_REDIS_PASSWORD": "pw"}}, nil
+}
+
+func (f *fakeBroker) Release(ctx context.Context, address, key string) (bool, error) {
+	return key == "live", nil
+}
+
+func (f *fakeBroker) Extend(ctx context.Context, address, key, ttl string) (*state.Record, error) {
+	return &state.Record{Address: address, Generation: 1, ExpiresAt: time.Unix(0, 0),
+		Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}}, nil
+}
+
+func (f *fakeBroker) List(ctx context.Context) ([]*state.Record, error) {
+	return []*state.Record{{Address: `sandbox.agent["a"]`, OnDemand: true,
+		Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}}}, nil
+}
+
+func call(t *testing.T, h http.Handler, method, path, token, body string) (*httptest.ResponseRecorder, map[string]any) {
+	t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	var m map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		t.Fatalf("%s %s: response is not a JSON object: %q", method, path, w.Body.String())
+	}
+	return w, m
+}
+
+func TestAPI(t *testing.T) {
+	fb := &fakeBroker{}
+	var logs strings.Builder
+	s, err := New(fb, "t0ken", newLogger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := `{"address":"sandbox.agent","key":"` + strings.Repeat("x", MaxBody) + `"}`
+	for _, tc := range []struct {
+		name, method, path, token, body string
+		status                          int
+		want                            string // substring of the body
+	}{
+		{"healthz needs no token", "GET", "/healthz", "", "", 200, `"status": "ok"`},
+		{"no token", "POST", "/v1/request", "", `{}`, 401, "bearer token"},
+		{"wrong token", "POST", "/v1/request", "t0kem", `{}`, 401, "bearer token"},
+		{"wrong token on list", "GET", "/v1/sandboxes", "x", ``, 401, "bearer token"},
+		{"request", "POST", "/v1/request", "t0ken", `{"address":"sandbox.agent","key":"k","extensions":{"postgres":["vector"]},"ttl":"1h"}`, 200, `"reused": false`},
+		{"malformed JSON", "POST", "/v1/request", "t0ken", `{"address":`, 400, "malformed JSON"},
+		{"not an object", "POST", "/v1/request", "t0ken", `[1]`, 400, "malformed JSON"},
+		{"unknown field", "POST", "/v1/request", "t0ken", `{"adress":"x"}`, 400, `unknown field \"adress\"`},
+		{"two objects", "POST", "/v1/request", "t0ken", `{} {}`, 400, "trailing data"},
+		{"empty body", "POST", "/v1/request", "t0ken", ``, 400, "empty request body"},
+		{"oversized body", "POST", "/v1/request", "t0ken", big, 413, "larger than 65536 bytes"},
+		{"unknown address", "POST", "/v1/request", "t0ken", `{"address":"sandbox.nope","key":"nope"}`, 404, `no sandbox block`},
+		{"unallowed feature", "POST", "/v1/request", "t0ken", `{"address":"sandbox.agent","key":"bad-feature"}`, 422, `"allowed": [`},
+		{"panic", "POST", "/v1/request", "t0ken", `{"address":"sandbox.agent","key":"panic"}`, 500, `"error": "internal error"`},
+		{"release", "POST", "/v1/release", "t0ken", `{"address":"sandbox.agent","key":"live"}`, 200, `"released": true`},
+		{"release nothing", "POST", "/v1/release", "t0ken", `{"address":"sandbox.agent","key":"gone"}`, 200, `"released": false`},
+		{"extend", "POST", "/v1/extend", "t0ken", `{"address":"sandbox.agent","key":"k","ttl":"1h"}`, 200, `"expires_at": "1970-01-01T00:00:00Z"`},
+		{"list", "GET", "/v1/sandboxes", "t0ken", ``, 200, `"address": "sandbox.agent[\"a\"]"`},
+		{"wrong method", "GET", "/v1/request", "t0ken", ``, 405, "not allowed"},
+		{"unknown route", "GET", "/v2/x", "t0ken", ``, 404, "no route"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, _ := call(t, s, tc.method, tc.path, tc.token, tc.body)
+			if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.want) {
+				t.Errorf("got %d %s, want %d containing %q", w.Code, w.Body.String(), tc.status, tc.want)
+			}
+			if w.Code == 401 && w.Header().Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+			if strings.Contains(w.Body.String(), "goroutine") || strings.Contains(w.Body.String(), "s3cr3t") {
+				t.Errorf("response leaks internals: %s", w.Body.String())
+			}
+		})
+	}
+	if got := fb.lastReq; got.Key != "panic" {
+		t.Errorf("last request %+v", got)
+	}
+	// Lists and extends never show a password.
+	for _, path := range []string{"/v1/sandboxes", "/v1/extend"} {
+		method, body := "GET", ""
+		if path == "/v1/extend" {
+			method, body = "POST", `{"address":"sandbox.agent","key":"k","ttl":"1h"}`
+		}
+		w, _ := call(t, s, method, path, "t0ken", body)
+		if strings.Contains(w.Body.String(), `"pw"`) {
+			t.Errorf("%s shows a password: %s", path, w.Body.String())
+		}
+	}
+	if strings.Contains(logs.String(), "pw") || strings.Contains(logs.String(), "t0ken") || strings.Contains(logs.String(), "goroutine ") {
+		t.Errorf("logs leak: %s", logs.String())
+	}
+	if !strings.Contains(logs.String(), `POST /v1/request 200`) {
+		t.Errorf("no access log line: %s", logs.String())
+	}
+}
+
+func TestNewRefusesEmptyToken(t *testing.T) {
+	for _, tok := range []string{"", "  \n"} {
+		if _, err := New(&fakeBroker{}, tok, nil); err == nil {
+			t.Errorf("New accepted token %q", tok)
+		}
+	}
+}
+
+func newLogger(w *strings.Builder) *log.Logger { return log.New(w, "", 0) }
