@@ -63,6 +63,11 @@ func (b *Broker) Extend(ctx context.Context, address, key, ttl string) (*state.R
 		return nil, err
 	}
 	addr := t.String()
+	if rec, err := b.Store.Get(ctx, addr); err != nil {
+		return nil, err
+	} else if rec == nil {
+		return nil, refuse(NotFound, "%s is not provisioned; request it first", addr)
+	}
 	unlock, err := b.lock(ctx, addr, "extend")
 	if err != nil {
 		return nil, err

@@ -138,8 +138,12 @@ func decideOrphan(cfg *config.Config, in *config.Instance, rec *state.Record, no
 		return deleteChange(rec, ReasonExpired)
 	}
 	cached := recordSandbox(rec)
-	return &Change{Addr: addr, Project: rec.Project, Action: NoOp, Reason: ReasonCachedSuperset,
+	c := &Change{Addr: addr, Project: rec.Project, Action: NoOp, Reason: ReasonCachedSuperset,
 		Before: cached, After: cached, PriorGeneration: rec.Generation}
+	if tmpl, ok := cfg.Instance(addr.Block()); ok {
+		c.Requested = tmpl.Features // what the block asks of every instance
+	}
+	return c
 }
 
 func deleteChange(rec *state.Record, r Reason) *Change {

@@ -38,7 +38,7 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
 			"holdlock":   cmdHoldLock,
 			"pgcheck":    cmdPgCheck,
@@ -47,7 +47,7 @@ func TestScripts(t *testing.T) {
 			"dockerrm":   cmdDockerRm,
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
-		},
+		}),
 	})
 }
 

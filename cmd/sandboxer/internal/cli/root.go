@@ -97,6 +97,11 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newOutputCmd(f, nil),
 		newStateCmd(f),
 		newVersionCmd(f),
+		newRequestCmd(f, nil),
+		newReleaseCmd(f, nil),
+		newExtendCmd(f, nil),
+		newReapCmd(f, nil),
+		newServeCmd(f, nil),
 	)
 	return root
 }

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// ExtendOptions are the flags of `sandboxer extend`.
+type ExtendOptions struct {
+	f        *Factory
+	OnDemand OnDemandOptions
+	Addr     string
+	Key      string
+	TTL      string
+	JSON     bool
+}
+
+func newExtendCmd(f *Factory, runF func(*ExtendOptions) error) *cobra.Command {
+	opts := &ExtendOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "extend ADDR --ttl D",
+		Short: "Keep an on-demand sandbox instance longer: it expires D from now",
+		Args:  rangeArgs(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Addr = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return extendRun(cmd, opts)
+		},
+	}
+	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	cmd.Flags().StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
+	cmd.Flags().StringVar(&opts.TTL, "ttl", "", "new lifetime from now (e.g. 30m, 4h; at most 30d)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the instance (no credentials) as JSON")
+	return cmd
+}
+
+func extendRun(cmd *cobra.Command, opts *ExtendOptions) error {
+	f := opts.f
+	if opts.TTL == "" {
+		return &ExitError{Code: 1, Err: usageError(cmd, fmt.Errorf("--ttl is required"))}
+	}
+	s, err := openOnDemand(f, opts.OnDemand)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	rec, err := s.broker().Extend(f.hard, opts.Addr, opts.Key, opts.TTL)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(views.NewJSONInstance(rec))
+	}
+	fmt.Fprintf(f.IO.Out, "%s now %s.\n", rec.Address, untilText(rec.ExpiresAt, f.Now()))
+	return nil
+}
+
+// parseKeyed renders address+key the way state names the instance.
+func parseKeyed(address, key string) (string, error) {
+	a, err := config.ParseAddress(address)
+	if err != nil {
+		return "", err
+	}
+	if !a.HasKey && key != "" {
+		a = config.Address{Name: a.Name, Key: key, HasKey: true}
+	}
+	return a.String(), nil
+}

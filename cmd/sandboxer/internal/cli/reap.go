@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/ondemand"
+)
+
+// ReapOptions are the flags of `sandboxer reap`.
+type ReapOptions struct {
+	f        *Factory
+	OnDemand OnDemandOptions
+	JSON     bool
+}
+
+func newReapCmd(f *Factory, runF func(*ReapOptions) error) *cobra.Command {
+	opts := &ReapOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "reap",
+		Short: "Destroy expired sandboxes and remove orphaned containers",
+		Long: "Destroy every sandbox past its ttl (on-demand and declared ones) and remove\n" +
+			"resources labelled with this state's lineage that no state record owns (left\n" +
+			"by a crash between creating them and recording them, or an old generation\n" +
+			"whose removal failed). Safe while other commands run: it never waits for a\n" +
+			"lock, and skips any sandbox another command is working on; declared sandboxes\n" +
+			"are skipped while a plan or apply holds the state lock.",
+		Args: rangeArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return reapRun(cmd, opts)
+		},
+	}
+	opts.OnDemand.bind(cmd.Flags(), 0)
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print what was done as JSON")
+	return cmd
+}
+
+func reapRun(cmd *cobra.Command, opts *ReapOptions) error {
+	f := opts.f
+	s, err := openOnDemand(f, opts.OnDemand)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	rep, err := s.reaper().Reap(f.hard)
+	if opts.JSON {
+		if jerr := reapJSON(f.IO.Out, rep); jerr != nil {
+			return jerr
+		}
+	} else {
+		printReap(f.IO.Out, rep)
+	}
+	return err
+}
+
+type reapDoc struct {
+	Expired []string       `json:"expired"`
+	Orphans []reapResource `json:"orphans"`
+	Skipped []reapSkip     `json:"skipped"`
+}
+
+type reapResource struct {
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Address    string `json:"address"`
+	Generation int    `json:"generation"`
+}
+
+type reapSkip struct {
+	Address string `json:"address"`
+	Reason  string `json:"reason"`
+}
+
+func reapJSON(w io.Writer, rep *ondemand.ReapReport) error {
+	doc := reapDoc{Expired: append([]string{}, rep.Expired...), Orphans: []reapResource{}, Skipped: []reapSkip{}}
+	for _, o := range rep.Orphans {
+		doc.Orphans = append(doc.Orphans, reapResource{o.Kind, o.Name, o.Address, o.Generation})
+	}
+	for _, s := range rep.Skipped {
+		doc.Skipped = append(doc.Skipped, reapSkip{s.Address, s.Why})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// printReap writes one line per address, then a summary.
+func printReap(w io.Writer, rep *ondemand.ReapReport) {
+	for _, a := range rep.Expired {
+		fmt.Fprintf(w, "%s: destroyed (its ttl has expired)\n", a)
+	}
+	byAddr := map[string]int{}
+	for _, o := range rep.Orphans {
+		byAddr[o.Address]++
+	}
+	addrs := make([]string, 0, len(byAddr))
+	for a := range byAddr {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	for _, a := range addrs {
+		name := a
+		if name == "" {
+			name = "(no address label)"
+		}
+		fmt.Fprintf(w, "%s: removed %d orphaned resource(s) no state record owns\n", name, byAddr[a])
+	}
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(w, "%s: skipped, %s; the next reap retries\n", s.Address, s.Why)
+	}
+	fmt.Fprintf(w, "Reap complete: %d expired sandbox(es) destroyed, %d orphaned resource(s) removed, %d skipped.\n",
+		len(rep.Expired), len(rep.Orphans), len(rep.Skipped))
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/ondemand"
+)
+
+// ReleaseOptions are the flags of `sandboxer release`.
+type ReleaseOptions struct {
+	f        *Factory
+	OnDemand OnDemandOptions
+	Addr     string
+	Key      string
+}
+
+func newReleaseCmd(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
+	opts := &ReleaseOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "release ADDR",
+		Short: "Tear down an on-demand sandbox instance and forget it",
+		Long: "Remove sandbox.NAME[\"KEY\"] and its record. Releasing an instance that is not\n" +
+			"there (never requested, already released or reaped) does nothing and exits 0.",
+		Args: rangeArgs(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Addr = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return releaseRun(cmd, opts)
+		},
+	}
+	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	cmd.Flags().StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
+	return cmd
+}
+
+func releaseRun(cmd *cobra.Command, opts *ReleaseOptions) error {
+	f := opts.f
+	s, err := openOnDemand(f, opts.OnDemand)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	released, err := s.broker().Release(f.hard, opts.Addr, opts.Key)
+	if err != nil {
+		return err
+	}
+	addr := opts.Addr
+	if a, perr := parseKeyed(opts.Addr, opts.Key); perr == nil {
+		addr = a
+	}
+	if released {
+		fmt.Fprintf(f.IO.Out, "Released %s.\n", addr)
+	} else {
+		fmt.Fprintf(f.IO.Out, "%s is not provisioned; nothing to release.\n", addr)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// RequestOptions are the flags of `sandboxer request`.
+type RequestOptions struct {
+	f          *Factory
+	OnDemand   OnDemandOptions
+	Addr       string
+	Key        string
+	Extensions []string
+	TTL        string
+	JSON       bool
+}
+
+func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command {
+	opts := &RequestOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "request ADDR",
+		Short: "Provision or reuse an instance of an on-demand sandbox and print its credentials",
+		Long: "Ensure sandbox.NAME[\"KEY\"] of an on_demand block exists and covers what is asked,\n" +
+			"by the cache rule plan uses: a live cached instance that covers the request is\n" +
+			"reused at once; a dead one is re-provisioned; one that lacks a service or feature\n" +
+			"is replaced (new before old, credentials rotated). Concurrent requests for one\n" +
+			"instance provision it once.\n\n" +
+			"Prints shell exports (eval \"$(sandboxer request sandbox.agent --key dev-7)\"),\n" +
+			"or with --json the object of SPEC §8.",
+		Example: "  sandboxer request sandbox.agent --key dev-7 --extensions postgres=vector --ttl 2h --json\n" +
+			"  sandboxer request 'sandbox.agent[\"dev-7\"]'",
+		Args: rangeArgs(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Addr = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return requestRun(cmd, opts)
+		},
+	}
+	fs := cmd.Flags()
+	opts.OnDemand.bind(fs, ondemand.DefaultLockTimeout)
+	fs.StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
+	fs.StringArrayVar(&opts.Extensions, "extensions", nil, "extra features for this call, `SERVICE=F1,F2` (repeatable)")
+	fs.StringVar(&opts.TTL, "ttl", "", "lifetime from now, overriding the block's ttl (e.g. 30m, 4h, 2d; at most 30d)")
+	fs.BoolVar(&opts.JSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
+	f := opts.f
+	ext, err := parseExtensionFlags(opts.Extensions)
+	if err != nil {
+		return err
+	}
+	s, err := openOnDemand(f, opts.OnDemand)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	res, err := s.broker().Request(f.hard, ondemand.Request{
+		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL})
+	if err != nil {
+		return err
+	}
+	how := "provisioned"
+	if res.Reused {
+		how = "reused"
+	}
+	expires := untilText(res.Record.ExpiresAt, f.Now())
+	fmt.Fprintf(f.IO.Err, "%s: %s, generation %d, %s\n", res.Address, how, res.Generation, expires)
+	if opts.JSON {
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return views.Env(f.IO.Out, f.IO.Err, res.Record, "shell")
+}
