@@ -212,12 +212,16 @@ func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
 // otherwise. It prints "status: N" and the body to stdout. With -bg OUT,
 // the call runs in the background and its output goes to OUT when done.
 //
-//	api [-token T | -notoken] [-bg OUT] ADDRFILE METHOD PATH [BODYFILE]
+// -o FILE also writes the response body alone to FILE.
+//
+//	api [-token T | -notoken] [-o FILE] [-bg OUT] ADDRFILE METHOD PATH [BODYFILE]
 func cmdAPI(ts *testscript.TestScript, neg bool, args []string) {
 	token := ts.Getenv("SANDBOXER_API_TOKEN")
-	bg := ""
+	bg, bodyOut := "", ""
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		switch args[0] {
+		case "-o":
+			bodyOut, args = args[1], args[2:]
 		case "-token":
 			token, args = args[1], args[2:]
 		case "-notoken":
@@ -238,10 +242,10 @@ func cmdAPI(ts *testscript.TestScript, neg bool, args []string) {
 		body, err = os.ReadFile(ts.MkAbs(args[3]))
 		ts.Check(err)
 	}
-	do := func() string {
+	do := func() (string, []byte) {
 		req, err := http.NewRequest(args[1], url, bytes.NewReader(body))
 		if err != nil {
-			return "error: " + err.Error()
+			return "error: " + err.Error(), nil
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -249,20 +253,26 @@ func cmdAPI(ts *testscript.TestScript, neg bool, args []string) {
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
 		if err != nil {
-			return "error: " + err.Error()
+			return "error: " + err.Error(), nil
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Sprintf("status: %d\n%s", resp.StatusCode, b)
+		return fmt.Sprintf("status: %d\n%s", resp.StatusCode, b), b
 	}
 	if bg != "" {
 		out := ts.MkAbs(bg)
-		go func() { _ = os.WriteFile(out, []byte(do()), 0o600) }()
+		go func() {
+			s, _ := do()
+			_ = os.WriteFile(out, []byte(s), 0o600)
+		}()
 		return
 	}
-	out := do()
+	out, b := do()
 	if strings.HasPrefix(out, "error: ") {
 		ts.Fatalf("api: %s", out)
+	}
+	if bodyOut != "" {
+		ts.Check(os.WriteFile(ts.MkAbs(bodyOut), b, 0o600))
 	}
 	fmt.Fprint(ts.Stdout(), out)
 }
