@@ -265,3 +265,29 @@ func isKind(err error, k Kind) bool {
 	var re *Error
 	return errors.As(err, &re) && re.Kind == k
 }
+
+// TestDifferentInstancesDoNotWait: instance locks are per address, so
+// four provisions of different keys overlap instead of queueing.
+func TestDifferentInstancesDoNotWait(t *testing.T) {
+	e := newEnv(t)
+	e.prov.delay = 300 * time.Millisecond
+	ctx := context.Background()
+	if _, err := e.store.EnsureLineage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, k := range []string{"a", "b", "c", "d"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.b.Request(ctx, Request{Address: "sandbox.kv", Key: k}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if el := time.Since(start); el > 900*time.Millisecond {
+		t.Errorf("four 300 ms provisions of different instances took %s: they waited for each other", el)
+	}
+}
