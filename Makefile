@@ -29,6 +29,7 @@ test: images vet unit fuzz
 bench: images build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./plan ./cmd/sandboxer/... ./state
 	$(GO) run ./scripts/bench -bin $(BIN)
+	$(GO) run ./scripts/benchondemand -bin $(BIN)
 
 # The main job: the quick-start example, applied on this machine.
 run: images build
