@@ -41,7 +41,9 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteAddr(w, body.Address)
-	res, err := s.broker.Request(r.Context(), ondemand.Request{
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	res, err := s.broker.Request(ctx, ondemand.Request{
 		Address: body.Address, Key: body.Key, Extensions: body.Extensions, TTL: body.TTL})
 	if err != nil {
 		s.fail(w, err)
@@ -57,7 +59,9 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteAddr(w, body.Address)
-	released, err := s.broker.Release(r.Context(), body.Address, body.Key)
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	released, err := s.broker.Release(ctx, body.Address, body.Key)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -71,7 +75,9 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteAddr(w, body.Address)
-	rec, err := s.broker.Extend(r.Context(), body.Address, body.Key, body.TTL)
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	rec, err := s.broker.Extend(ctx, body.Address, body.Key, body.TTL)
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,18 +35,26 @@ type Server struct {
 	token  [32]byte // SHA-256 of the bearer token
 	log    *log.Logger
 	mux    *http.ServeMux
+	base   context.Context
 }
 
 // New returns the API handler. token must not be empty. logger gets one
 // line per call (method, path, status, duration, address), never a body.
-func New(b Broker, token string, logger *log.Logger) (*Server, error) {
+// base bounds every broker call instead of the client's connection: a
+// client that hangs up mid-provision does not abort it (its retry then
+// finds the cache hit), while cancelling base (a second SIGTERM) does.
+// A nil base never ends.
+func New(b Broker, token string, logger *log.Logger, base context.Context) (*Server, error) {
 	if strings.TrimSpace(token) == "" {
 		return nil, errors.New("no API token: set SANDBOXER_API_TOKEN or --token-file")
 	}
 	if logger == nil {
 		logger = log.New(io.Discard, "", 0)
 	}
-	s := &Server{broker: b, token: sha256.Sum256([]byte(token)), log: logger, mux: http.NewServeMux()}
+	if base == nil {
+		base = context.Background()
+	}
+	s := &Server{broker: b, token: sha256.Sum256([]byte(token)), log: logger, mux: http.NewServeMux(), base: base}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("POST /v1/request", s.authed(s.request))
 	s.mux.Handle("POST /v1/release", s.authed(s.release))
@@ -124,11 +133,26 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
-// noteAddr puts the address into the log line.
+// noteAddr puts the address into the log line, quoted when it holds
+// anything but plain printable characters (it comes from the client).
 func noteAddr(w http.ResponseWriter, addr string) {
+	if len(addr) > 200 {
+		addr = addr[:200] + "…"
+	}
+	if strings.IndexFunc(addr, func(r rune) bool { return r < 0x21 || r == 0x7f }) >= 0 {
+		addr = strconv.Quote(addr)
+	}
 	if r, ok := w.(*recorder); ok && addr != "" {
 		r.addr = " " + addr
 	}
+}
+
+// callContext is the context of one broker call: values from the request,
+// cancellation from base only.
+func (s *Server) callContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	stop := context.AfterFunc(s.base, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 type errorBody struct {

@@ -66,7 +66,7 @@ func call(t *testing.T, h http.Handler, method, path, token, body string) (*http
 func TestAPI(t *testing.T) {
 	fb := &fakeBroker{}
 	var logs strings.Builder
-	s, err := New(fb, "t0ken", newLogger(&logs))
+	s, err := New(fb, "t0ken", newLogger(&logs), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +134,60 @@ func TestAPI(t *testing.T) {
 
 func TestNewRefusesEmptyToken(t *testing.T) {
 	for _, tok := range []string{"", "  \n"} {
-		if _, err := New(&fakeBroker{}, tok, nil); err == nil {
+		if _, err := New(&fakeBroker{}, tok, nil, nil); err == nil {
 			t.Errorf("New accepted token %q", tok)
 		}
 	}
 }
 
 func newLogger(w *strings.Builder) *log.Logger { return log.New(w, "", 0) }
+
+// slowBroker reports whether its call's context ended during a request.
+type slowBroker struct {
+	fakeBroker
+	done chan error
+}
+
+func (b *slowBroker) Request(ctx context.Context, req ondemand.Request) (*ondemand.Result, error) {
+	select {
+	case <-ctx.Done():
+		b.done <- ctx.Err()
+	case <-time.After(300 * time.Millisecond):
+		b.done <- nil
+	}
+	return &ondemand.Result{Address: "sandbox.a[\"k\"]"}, nil
+}
+
+// A client that hangs up does not abort a provision; the server's base
+// context (a second SIGTERM) does.
+func TestCallsOutliveTheirClient(t *testing.T) {
+	b := &slowBroker{done: make(chan error, 1)}
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s, err := New(b, "tok", nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	post := func() {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/request", strings.NewReader(`{"address":"sandbox.a","key":"k"}`))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := (&http.Client{Timeout: 50 * time.Millisecond}).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}
+	post()
+	if err := <-b.done; err != nil {
+		t.Errorf("the call was cancelled when its client hung up: %v", err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		cancelBase()
+	}()
+	post()
+	if err := <-b.done; err == nil {
+		t.Error("cancelling the base context did not cancel the call")
+	}
+}

@@ -96,7 +96,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return err
 	}
 	logger := log.New(f.IO.Err, "sandboxer serve: ", log.LstdFlags|log.LUTC)
-	api, err := server.New(s.broker(), token, logger)
+	api, err := server.New(s.broker(), token, logger, f.hard)
 	if err != nil {
 		return err
 	}
