@@ -46,7 +46,13 @@ type InstanceError struct {
 }
 
 func (e *InstanceError) Error() string {
-	return fmt.Sprintf("%s: %s: %v", e.Addr, actionVerb(e.Action), e.Err)
+	msg := e.Err.Error()
+	// Providers wrap their errors as "create ADDR: …" (as they should, on
+	// their own); under "ADDR: create:" that only repeats the address.
+	for _, verb := range []string{"create", "delete"} {
+		msg = strings.TrimPrefix(msg, verb+" "+e.Addr+": ")
+	}
+	return fmt.Sprintf("%s: %s: %s", e.Addr, actionVerb(e.Action), msg)
 }
 
 func (e *InstanceError) Unwrap() error { return e.Err }
@@ -58,28 +64,21 @@ func (e *InstanceError) Unwrap() error { return e.Err }
 // interrupted or partly failed apply keeps what succeeded.
 func (e *Executor) Apply(ctx context.Context, stop <-chan struct{}, p *plan.Plan) (Result, error) {
 	var (
-		res  Result
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
+		res     Result
+		mu      sync.Mutex
+		errs    []error
+		wg      sync.WaitGroup
+		skipped []string
 	)
-	par := max(e.Parallelism, 1)
-	sem := make(chan struct{}, par)
-	stopped := false
+	sem := make(chan struct{}, max(e.Parallelism, 1))
 	for _, ch := range p.Changes {
 		if ch.Action == plan.NoOp {
 			res.Reused++
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-stop:
-			stopped = true
-		case <-ctx.Done():
-			stopped = true
-		}
-		if stopped {
-			break
+		if len(skipped) > 0 || !acquire(ctx, stop, sem) {
+			skipped = append(skipped, ch.Addr.String())
+			continue
 		}
 		wg.Add(1)
 		go func() {
@@ -104,10 +103,52 @@ func (e *Executor) Apply(ctx context.Context, stop <-chan struct{}, p *plan.Plan
 	}
 	wg.Wait()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	if stopped {
-		errs = append(errs, errors.New("interrupted: changes not yet started were skipped; run apply again to finish"))
+	if len(skipped) > 0 {
+		errs = append(errs, &InterruptedError{Skipped: skipped})
 	}
 	return res, errors.Join(errs...)
+}
+
+// InterruptedError reports changes that were never started because the
+// apply was interrupted.
+type InterruptedError struct {
+	Skipped []string // addresses, in plan order
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("interrupted: %d change(s) not started (%s); run apply again to finish",
+		len(e.Skipped), strings.Join(e.Skipped, ", "))
+}
+
+// acquire takes a parallelism slot unless stop is closed or ctx is done.
+// An interrupt wins over a free slot: select alone picks at random among
+// ready cases, which would sometimes start a change after Ctrl-C.
+func acquire(ctx context.Context, stop <-chan struct{}, sem chan struct{}) bool {
+	interrupted := func() bool {
+		select {
+		case <-stop:
+			return true
+		case <-ctx.Done():
+			return true
+		default:
+			return false
+		}
+	}
+	if interrupted() {
+		return false
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-stop:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	if interrupted() {
+		<-sem
+		return false
+	}
+	return true
 }
 
 // run carries out one change and reports it to the hook.
@@ -117,8 +158,11 @@ func (e *Executor) run(ctx context.Context, ch *plan.Change) error {
 	start := time.Now()
 	hook.PreApply(addr, ch.Action)
 	done := make(chan struct{})
+	var ticking sync.WaitGroup
 	if every := e.ProgressEvery; every > 0 {
+		ticking.Add(1)
 		go func() {
+			defer ticking.Done()
 			t := time.NewTicker(every)
 			defer t.Stop()
 			for {
@@ -133,6 +177,8 @@ func (e *Executor) run(ctx context.Context, ch *plan.Change) error {
 	}
 	gen, err := e.change(ctx, ch)
 	close(done)
+	// No "Still creating..." after the change is reported finished.
+	ticking.Wait()
 	hook.PostApply(addr, ch.Action, time.Since(start), gen, err)
 	return err
 }
@@ -148,6 +194,9 @@ func (e *Executor) change(ctx context.Context, ch *plan.Change) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := checkPrior(ch, prior); err != nil {
+		return 0, err
+	}
 	switch ch.Action {
 	case plan.Delete:
 		if prior == nil {
@@ -156,8 +205,14 @@ func (e *Executor) change(ctx context.Context, ch *plan.Change) (int, error) {
 		if err := e.Provider.Delete(ctx, prior); err != nil {
 			return 0, err
 		}
-		// The record goes only after its resources are gone.
-		return prior.Generation, e.Store.Delete(ctx, addr)
+		// The record goes only after its resources are gone, and it goes
+		// even if ctx ended meanwhile: a record of removed resources would
+		// make the next plan see a dead sandbox instead of none.
+		if err := e.Store.Delete(context.WithoutCancel(ctx), addr); err != nil {
+			return prior.Generation, fmt.Errorf("its resources are removed, but removing its state record failed "+
+				"(the next plan will see it dead; `sandboxer state rm %s` forgets it): %w", addr, err)
+		}
+		return prior.Generation, nil
 	case plan.Create, plan.CreateThenDelete:
 		if ch.Action == plan.Create && ch.Evict && prior != nil {
 			// A dead instance may still hold a stopped container or its
@@ -166,15 +221,19 @@ func (e *Executor) change(ctx context.Context, ch *plan.Change) (int, error) {
 				return 0, fmt.Errorf("evict dead instance: %w", err)
 			}
 		}
-		rec, err := e.create(ctx, ch, prior)
+		rec, err := e.create(ctx, ch)
 		if err != nil {
 			return 0, err
 		}
 		if ch.Action == plan.CreateThenDelete && prior != nil {
-			// New before old: the replacement is ready and recorded, so a
-			// failure here only leaves a labelled orphan for reap.
-			if err := e.Provider.Delete(ctx, prior); err != nil {
-				return rec.Generation, fmt.Errorf("replacement is ready, but removing generation %d failed (sandboxer reap will retry): %w", prior.Generation, err)
+			// New before old: the replacement is ready and recorded, so the
+			// old generation has no record left and nothing but reap would
+			// ever remove it. Finish even after a second Ctrl-C, bounded.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			if err := e.Provider.Delete(dctx, prior); err != nil {
+				return rec.Generation, fmt.Errorf("replacement generation %d is ready, but removing generation %d failed (sandboxer reap will retry): %w",
+					rec.Generation, prior.Generation, err)
 			}
 		}
 		return rec.Generation, nil
@@ -182,12 +241,34 @@ func (e *Executor) change(ctx context.Context, ch *plan.Change) (int, error) {
 	return 0, fmt.Errorf("unknown action %v", ch.Action)
 }
 
-// create provisions the change's After shape and records it.
-func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Record) (*state.Record, error) {
-	gen := ch.PriorGeneration + 1
-	if prior != nil && prior.Generation >= gen {
-		gen = prior.Generation + 1
+// cleanupTimeout bounds removal work that runs after ctx has ended.
+const cleanupTimeout = time.Minute
+
+// checkPrior refuses a change whose state record is not the one the plan
+// was made from. Within one locked apply this cannot happen; it guards
+// against anything else writing the address meanwhile, since creating over
+// an unexpected live record would drop the only pointer to it.
+func checkPrior(ch *plan.Change, prior *state.Record) error {
+	got := 0
+	if prior != nil {
+		got = prior.Generation
 	}
+	if got == ch.PriorGeneration || (ch.Action == plan.Delete && prior == nil) {
+		return nil
+	}
+	describe := func(gen int) string {
+		if gen == 0 {
+			return "no record"
+		}
+		return fmt.Sprintf("generation %d", gen)
+	}
+	return fmt.Errorf("state changed since the plan was made (planned against %s, state now holds %s); nothing was changed, run plan again",
+		describe(ch.PriorGeneration), describe(got))
+}
+
+// create provisions the change's After shape and records it.
+func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, error) {
+	gen := ch.PriorGeneration + 1
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
 	})
@@ -207,10 +288,12 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Rec
 	// Commit even when ctx was cancelled mid-way: the instance exists.
 	if err := e.Store.Put(context.WithoutCancel(ctx), rec); err != nil {
 		// Not recorded means nobody would remove it: take it down again.
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		_ = e.Provider.Delete(cleanup, rec)
-		return nil, fmt.Errorf("record in state: %w", err)
+		if derr := e.Provider.Delete(cleanup, rec); derr != nil {
+			return nil, fmt.Errorf("record in state: %w; removing the unrecorded instance also failed (sandboxer reap will find it by its labels): %w", err, derr)
+		}
+		return nil, fmt.Errorf("record in state: %w; the instance was removed again", err)
 	}
 	return rec, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,9 @@ func newApplyCmd(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
 			if len(args) == 1 {
 				opts.PlanFile = args[0]
 			}
+			if err := checkParallelism(cmd, opts.Planning.Parallelism); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -44,9 +48,6 @@ func newApplyCmd(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
 
 func applyRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	f := opts.f
-	if opts.Planning.Parallelism < 1 {
-		return fmt.Errorf("--parallelism must be at least 1")
-	}
 	p, err := makePlan(cmd.Context(), f, opts.Planning, "apply", false)
 	if err != nil {
 		return err
@@ -128,7 +129,9 @@ func printOutputs(cmd *cobra.Command, f *Factory, p *planned) error {
 	if len(p.cfg.Outputs) == 0 {
 		return nil
 	}
-	snap, err := p.store.Snapshot(cmd.Context())
+	// Not cmd.Context(): a Ctrl-C after the last change started ends it,
+	// yet the apply finished and its outputs are worth showing.
+	snap, err := p.store.Snapshot(context.WithoutCancel(cmd.Context()))
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,9 @@ func newDestroyCmd(f *Factory, runF func(*DestroyOptions) error) *cobra.Command 
 		Short: "Remove sandboxes and everything they created",
 		Args:  rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkParallelism(cmd, opts.Planning.Parallelism); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -39,9 +42,6 @@ func newDestroyCmd(f *Factory, runF func(*DestroyOptions) error) *cobra.Command 
 
 func destroyRun(cmd *cobra.Command, opts *DestroyOptions) error {
 	f := opts.f
-	if opts.Planning.Parallelism < 1 {
-		return fmt.Errorf("--parallelism must be at least 1")
-	}
 	// Deleting tolerates instances that are already gone, so destroy does
 	// not need to refresh first.
 	opts.Planning.Refresh = false

@@ -73,10 +73,14 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 	}
 	var obs plan.Observed
 	if o.Refresh {
-		p.provider, err = f.NewProvider(ctx, cfg.Provider, f.Catalog)
+		prov, err := f.NewProvider(ctx, cfg.Provider, f.Catalog)
 		if err != nil {
-			return nil, fmt.Errorf("refresh: %w (use --refresh=false to plan without the engine)", err)
+			if operation == "plan" {
+				return nil, fmt.Errorf("refresh: %w (use --refresh=false to plan without the engine)", err)
+			}
+			return nil, fmt.Errorf("refresh: %w", err)
 		}
+		p.provider = prov
 		if len(p.snap.Records) > 0 {
 			obs, err = apply.Refresh(ctx, p.provider, p.snap, max(o.Parallelism, 8))
 			if err != nil {

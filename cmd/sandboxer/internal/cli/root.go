@@ -28,7 +28,13 @@ func Main() int {
 		Now:     time.Now,
 		Catalog: config.DefaultCatalog(),
 		NewProvider: func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error) {
-			return docker.New(ctx, cfg, cat)
+			// Not `return docker.New(…)`: a nil *Provider would become a
+			// non-nil apply.Provider, and closing it would panic.
+			p, err := docker.New(ctx, cfg, cat)
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())

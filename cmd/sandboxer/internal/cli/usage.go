@@ -24,3 +24,11 @@ func rangeArgs(min, max int) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// checkParallelism rejects a --parallelism below 1 as a usage error.
+func checkParallelism(c *cobra.Command, n int) error {
+	if n < 1 {
+		return &ExitError{Code: 1, Err: usageError(c, fmt.Errorf("--parallelism must be at least 1, got %d", n))}
+	}
+	return nil
+}
