@@ -89,10 +89,11 @@ func (c *Catalog) CheckService(service string) error {
 
 // CheckFeature returns an *UnknownServiceError or a *FeatureNotAllowedError.
 func (c *Catalog) CheckFeature(service, feature string) error {
-	if err := c.CheckService(service); err != nil {
-		return err
+	spec, ok := c.Service(service)
+	if !ok {
+		return &UnknownServiceError{Service: service, Known: c.Services()}
 	}
-	if !slices.Contains(c.Allowed(service), feature) {
+	if !slices.ContainsFunc(spec.Features, func(f Feature) bool { return f.Name == feature }) {
 		return &FeatureNotAllowedError{Service: service, Feature: feature, Allowed: c.Allowed(service)}
 	}
 	return nil

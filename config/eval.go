@@ -15,10 +15,29 @@ type evaluator struct {
 	// localNames holds every declared local, including those whose value
 	// failed, so references to them are not reported as undeclared.
 	localNames map[string]bool
+	// settled is set by settle once variables, locals and projects are
+	// final; from then on shared holds the context each scope kind reads,
+	// built once rather than for every expression (a sandbox block with
+	// many instances would otherwise rebuild every project object for each
+	// argument of each instance).
+	settled bool
+	shared  map[baseKey]*hcl.EvalContext
 }
+
+// baseKey is the part of a scope that selects a shared context.
+type baseKey struct{ locals, projects bool }
 
 func newEvaluator(cfg *Config) *evaluator {
 	return &evaluator{cfg: cfg, funcs: functions(), localNames: map[string]bool{}}
+}
+
+// settle declares that Config.Variables, Locals and Projects will not
+// change any more, so the contexts built from them can be shared. Before
+// it, each expression gets a fresh context: locals are evaluated one after
+// another, each seeing those before it.
+func (e *evaluator) settle() {
+	e.settled = true
+	e.shared = map[baseKey]*hcl.EvalContext{}
 }
 
 // scope says which references an expression may make. var is always
@@ -58,30 +77,54 @@ func (e *evaluator) eval(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnost
 	return v, diags
 }
 
-// ctx builds the evaluation context for a scope.
+// ctx returns the evaluation context for a scope: the shared part (var,
+// local, project and the functions) with each and sandbox, which change
+// from one expression to the next, in a child context.
 func (e *evaluator) ctx(sc scope) *hcl.EvalContext {
+	base := e.base(baseKey{locals: sc.locals, projects: sc.projects})
+	if sc.each == nil && !sc.sandboxes {
+		return base
+	}
+	child := base.NewChild()
+	// hcl looks functions up through the parents, but suggests a name for
+	// an unknown one only from the innermost context.
+	child.Functions = e.funcs
+	child.Variables = make(map[string]cty.Value, 2)
+	if sc.each != nil {
+		child.Variables["each"] = *sc.each
+	}
+	if sc.sandboxes {
+		child.Variables["sandbox"] = sc.sandbox
+	}
+	return child
+}
+
+// base returns the context of var, and of local and project when the key
+// asks for them: shared once settled, fresh before.
+func (e *evaluator) base(k baseKey) *hcl.EvalContext {
+	if ctx, ok := e.shared[k]; ok {
+		return ctx
+	}
 	vars := make(map[string]cty.Value, len(e.cfg.Variables))
 	for name, v := range e.cfg.Variables {
 		vars[name] = v.Value
 	}
 	variables := map[string]cty.Value{"var": cty.ObjectVal(vars)}
-	if sc.locals {
+	if k.locals {
 		variables["local"] = cty.ObjectVal(e.cfg.Locals)
 	}
-	if sc.projects {
+	if k.projects {
 		projects := make(map[string]cty.Value, len(e.cfg.Projects))
 		for name, p := range e.cfg.Projects {
 			projects[name] = projectObject(p)
 		}
 		variables["project"] = cty.ObjectVal(projects)
 	}
-	if sc.each != nil {
-		variables["each"] = *sc.each
+	ctx := &hcl.EvalContext{Variables: variables, Functions: e.funcs}
+	if e.settled {
+		e.shared[k] = ctx
 	}
-	if sc.sandboxes {
-		variables["sandbox"] = sc.sandbox
-	}
-	return &hcl.EvalContext{Variables: variables, Functions: e.funcs}
+	return ctx
 }
 
 // projectObject is what project.NAME evaluates to.

@@ -28,7 +28,14 @@ func (f FeatureSet) Union(o FeatureSet) FeatureSet {
 	for svc, feats := range o {
 		out[svc] = append(out[svc], feats...)
 	}
-	return out.Normalize()
+	// The lists are out's own copies: normalise them in place.
+	for svc, feats := range out {
+		sort.Strings(feats)
+		if out[svc] = slices.Compact(feats); out[svc] == nil {
+			out[svc] = []string{}
+		}
+	}
+	return out
 }
 
 // Only returns the subset of f for the given services; services missing
@@ -78,7 +85,12 @@ func (f FeatureSet) String() string {
 		}
 		b.WriteString(svc)
 		b.WriteByte('[')
-		b.WriteString(strings.Join(f[svc], ","))
+		for j, ft := range f[svc] {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(ft)
+		}
 		b.WriteByte(']')
 	}
 	return b.String()

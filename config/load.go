@@ -93,7 +93,9 @@ type loader struct {
 }
 
 // decode runs the phases in dependency order: variables, locals, then
-// everything that may reference them.
+// everything that may reference them. Sandboxes and outputs are decoded
+// after the evaluator settles: nothing they do changes what var, local or
+// project evaluate to.
 func (l *loader) decode(blocks hcl.Blocks) hcl.Diagnostics {
 	byType := map[string]hcl.Blocks{}
 	for _, b := range blocks {
@@ -104,6 +106,7 @@ func (l *loader) decode(blocks hcl.Blocks) hcl.Diagnostics {
 	diags = append(diags, l.decodeLocals(byType["locals"])...)
 	diags = append(diags, l.decodeProvider(byType["provider"])...)
 	diags = append(diags, l.decodeProjects(byType["project"])...)
+	l.ev.settle()
 	diags = append(diags, l.decodeSandboxes(byType["sandbox"])...)
 	diags = append(diags, l.decodeOutputs(byType["output"])...)
 	return diags

@@ -22,6 +22,9 @@ var outputBlockSchema = &hcl.BodySchema{
 func (l *loader) decodeOutputs(blocks hcl.Blocks) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	seen := map[string]*Output{}
+	if len(blocks) == 0 {
+		return nil // the sandbox object below is as large as the configuration
+	}
 	static := outputScope(l.cfg.sandboxObject(nil))
 	for _, b := range blocks {
 		name := b.Labels[0]

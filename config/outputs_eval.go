@@ -20,6 +20,7 @@ func (c *Config) EvalOutputs(vals map[Address]map[string]map[string]string) (map
 	for name := range c.Locals {
 		ev.localNames[name] = true
 	}
+	ev.settle()
 	sc := outputScope(c.sandboxObject(vals))
 	out := make(map[string]cty.Value, len(c.Outputs))
 	var diags hcl.Diagnostics

@@ -118,10 +118,27 @@ func (c *Config) requestedServices(sb *Sandbox, addr *Address) []string {
 // sandboxObject builds the value of "sandbox" in outputs from provisioned
 // instances. With vals nil every attribute is unknown, for checking.
 func (c *Config) sandboxObject(vals map[Address]map[string]map[string]string) cty.Value {
+	// Group instances by block once: looking them up block by block would
+	// be quadratic in a configuration of many for_each blocks.
+	declared := make(map[string][]*Instance, len(c.Sandboxes))
+	for _, in := range c.Instances {
+		declared[in.Addr.Name] = append(declared[in.Addr.Name], in)
+	}
+	provisioned := map[string][]Address{}
+	for addr := range vals {
+		if addr.HasKey {
+			provisioned[addr.Name] = append(provisioned[addr.Name], addr)
+		}
+	}
 	blocks := make(map[string]cty.Value, len(c.Sandboxes))
 	for name, sb := range c.Sandboxes {
 		if !keyed(sb) {
-			blocks[name] = c.instanceObject(Address{Name: name}, vals)
+			addr := Address{Name: name}
+			var decl *Instance
+			if i := slices.IndexFunc(declared[name], func(in *Instance) bool { return in.Addr == addr }); i >= 0 {
+				decl = declared[name][i]
+			}
+			blocks[name] = c.instanceObject(addr, decl, vals)
 			continue
 		}
 		if vals == nil && sb.OnDemand {
@@ -130,16 +147,12 @@ func (c *Config) sandboxObject(vals map[Address]map[string]map[string]string) ct
 		}
 		insts := map[string]cty.Value{}
 		if vals == nil {
-			for _, in := range c.Instances {
-				if in.Addr.Name == name {
-					insts[in.Addr.Key] = c.instanceObject(in.Addr, nil)
-				}
+			for _, in := range declared[name] {
+				insts[in.Addr.Key] = c.instanceObject(in.Addr, in, nil)
 			}
 		}
-		for addr := range vals {
-			if addr.Name == name && addr.HasKey {
-				insts[addr.Key] = c.instanceObject(addr, vals)
-			}
+		for _, addr := range provisioned[name] {
+			insts[addr.Key] = c.instanceObject(addr, nil, vals)
 		}
 		blocks[name] = cty.ObjectVal(insts)
 	}
@@ -147,13 +160,15 @@ func (c *Config) sandboxObject(vals map[Address]map[string]map[string]string) ct
 }
 
 // instanceObject is sandbox.NAME[KEY]: service → attribute → string. An
-// attribute the provider did not report (a redis database) is null.
-func (c *Config) instanceObject(addr Address, vals map[Address]map[string]map[string]string) cty.Value {
+// attribute the provider did not report (a redis database) is null. With
+// vals nil, the services are those of decl, the instance declared at addr
+// (nil when there is none).
+func (c *Config) instanceObject(addr Address, decl *Instance, vals map[Address]map[string]map[string]string) cty.Value {
 	var services map[string]map[string]string
 	if vals == nil {
 		services = map[string]map[string]string{}
-		if in, ok := c.Instance(addr); ok {
-			for _, svc := range in.Services {
+		if decl != nil {
+			for _, svc := range decl.Services {
 				services[svc] = nil
 			}
 		}
@@ -163,9 +178,10 @@ func (c *Config) instanceObject(addr Address, vals map[Address]map[string]map[st
 		return cty.DynamicVal // not provisioned; references to it are reported
 	}
 	obj := make(map[string]cty.Value, len(services))
+	names := InstanceAttributes()
 	for svc, attrs := range services {
-		av := make(map[string]cty.Value, len(InstanceAttributes()))
-		for _, a := range InstanceAttributes() {
+		av := make(map[string]cty.Value, len(names))
+		for _, a := range names {
 			switch v, ok := attrs[a]; {
 			case vals == nil:
 				av[a] = cty.UnknownVal(cty.String)

@@ -31,6 +31,9 @@ type mapItem struct {
 // is nothing to use: the value is null (treated as absent), unknown (an
 // earlier error, already reported) or of the wrong type (reported here).
 func typed(v cty.Value, expr hcl.Expression, ty cty.Type, attr string) (cty.Value, bool, hcl.Diagnostics) {
+	if cv, ok := convertPlain(v, ty); ok {
+		return cv, true, nil
+	}
 	v, _ = v.UnmarkDeep()
 	if v.IsNull() || !v.IsWhollyKnown() {
 		return cty.NilVal, false, nil
@@ -75,8 +78,9 @@ func mapItems(v cty.Value, expr hcl.Expression, elem cty.Type, attr string) ([]m
 	if !ok {
 		return nil, false, diags
 	}
-	diags = append(diags, duplicateKeys(expr, attr)...)
-	static := staticPairs(expr)
+	entries := literalEntries(expr)
+	diags = append(diags, duplicateKeys(entries, attr)...)
+	static := staticPairs(entries)
 	var items []mapItem
 	for it := mv.ElementIterator(); it.Next(); {
 		k, ev := it.Element()
@@ -104,19 +108,39 @@ func elementRanges(expr hcl.Expression, n int) []hcl.Range {
 	return ranges
 }
 
-// staticPairs indexes the entries of a literal object by key. Keys that
-// need evaluation are left out; their entries are blamed on the whole
-// expression.
-func staticPairs(expr hcl.Expression) map[string]hcl.KeyValuePair {
+// literalEntry is one entry of a literal object with a literal key.
+type literalEntry struct {
+	key  string
+	pair hcl.KeyValuePair
+}
+
+// literalEntries lists, in source order, the entries of a literal object
+// whose keys are literal; nil when expr is not a literal object. Entries
+// whose keys need evaluation are left out.
+func literalEntries(expr hcl.Expression) []literalEntry {
 	pairs, diags := hcl.ExprMap(expr)
 	if diags.HasErrors() {
 		return nil
 	}
-	out := make(map[string]hcl.KeyValuePair, len(pairs))
+	out := make([]literalEntry, 0, len(pairs))
 	for _, p := range pairs {
 		if key, ok := literalKey(p.Key); ok {
-			out[key] = p
+			out = append(out, literalEntry{key: key, pair: p})
 		}
+	}
+	return out
+}
+
+// staticPairs indexes literal entries by key, the last of duplicates
+// winning as in hcl. Entries that are not there are blamed on the whole
+// expression.
+func staticPairs(entries []literalEntry) map[string]hcl.KeyValuePair {
+	if entries == nil {
+		return nil
+	}
+	out := make(map[string]hcl.KeyValuePair, len(entries))
+	for _, e := range entries {
+		out[e.key] = e.pair
 	}
 	return out
 }
@@ -135,24 +159,16 @@ func literalKey(expr hcl.Expression) (string, bool) {
 
 // duplicateKeys reports a key written twice in a literal map: hcl keeps
 // the last silently, which would drop a feature list without a word.
-func duplicateKeys(expr hcl.Expression, attr string) hcl.Diagnostics {
-	pairs, diags := hcl.ExprMap(expr)
-	if diags.HasErrors() {
-		return nil
-	}
+func duplicateKeys(entries []literalEntry, attr string) hcl.Diagnostics {
 	var out hcl.Diagnostics
-	seen := map[string]hcl.Range{}
-	for _, p := range pairs {
-		key, ok := literalKey(p.Key)
-		if !ok {
-			continue
-		}
-		if prev, dup := seen[key]; dup {
+	seen := make(map[string]hcl.Range, len(entries))
+	for _, e := range entries {
+		if prev, dup := seen[e.key]; dup {
 			out = append(out, errorDiag("Duplicate map key",
-				fmt.Sprintf("The key %q was already set in %q at %s; each key may appear once.", key, attr, prev), p.Key.Range()))
+				fmt.Sprintf("The key %q was already set in %q at %s; each key may appear once.", e.key, attr, prev), e.pair.Key.Range()))
 			continue
 		}
-		seen[key] = p.Key.Range()
+		seen[e.key] = e.pair.Key.Range()
 	}
 	return out
 }
@@ -178,7 +194,7 @@ func blameConversion(v cty.Value, expr hcl.Expression, ty cty.Type) hcl.Range {
 			}
 		}
 	case ty.IsMapType():
-		pairs := staticPairs(expr)
+		pairs := staticPairs(literalEntries(expr))
 		for it := v.ElementIterator(); it.Next(); {
 			k, ev := it.Element()
 			key, ok := stringKey(k)

@@ -73,8 +73,18 @@ func (e futureRecordError) Error() string {
 // decodeRecord decodes stored bytes written at any version up to current,
 // running the upgrade chain for older ones. Unknown fields are an error:
 // silently dropping them would lose them on the next write.
-func decodeRecord(data []byte, current int, steps []upgradeStep) (*Record, error) {
-	// Fast path: a record at the current version decodes in one pass.
+//
+// names may be nil; see decodeCurrent.
+func decodeRecord(data []byte, current int, steps []upgradeStep, names *interner) (*Record, error) {
+	// Fast path: a well-formed record at the current version, decoded
+	// without reflection.
+	if current == SchemaVersion {
+		if rec, ok := decodeCurrent(data, names); ok {
+			return rec, nil
+		}
+	}
+	// Then one strict pass with encoding/json, which also explains what is
+	// wrong with a record the fast path would not take.
 	sr, err := decodeStrict(data)
 	if err == nil && sr.SchemaVersion == current {
 		return sr.Record, nil

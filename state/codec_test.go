@@ -78,7 +78,7 @@ func TestDecodeRecordUpgradeChain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeRecord([]byte(tt.data), 1, tt.steps)
+			got, err := decodeRecord([]byte(tt.data), 1, tt.steps, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -99,7 +99,7 @@ func TestDecodeRecordUpgradeChain(t *testing.T) {
 // equal, and is stable: re-encoding it gives the same bytes.
 func TestUpgradedRecordRoundTrip(t *testing.T) {
 	v0 := `{"schema_version":0,"address":"sandbox.old","project":"p","service":"redis","port":6379,"password":"pw","created_unix":1767225600}`
-	rec, err := decodeRecord([]byte(v0), 1, testSteps)
+	rec, err := decodeRecord([]byte(v0), 1, testSteps, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestUpgradedRecordRoundTrip(t *testing.T) {
 	if !strings.HasPrefix(string(data), `{"schema_version":1,`) {
 		t.Errorf("written record not stamped with version 1: %s", data)
 	}
-	again, err := decodeRecord(data, 1, nil)
+	again, err := decodeRecord(data, 1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

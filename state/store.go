@@ -84,11 +84,26 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 			return err
 		}
 		snap.Lineage, snap.Serial = m.lineage, m.serial
-		return tx.Bucket(bucketSandboxes).ForEach(func(k, v []byte) error {
+		b := tx.Bucket(bucketSandboxes)
+		// Copy every record into one buffer, sized by a first pass: one
+		// allocation rather than one per record.
+		size, n := 0, 0
+		err = b.ForEach(func(k, v []byte) error {
 			if v == nil {
 				return &CorruptError{Path: s.path, Address: string(k), Reason: "it is a bucket, not a record"}
 			}
-			raw = append(raw, rawRecord{addr: string(k), data: bytes.Clone(v)})
+			size, n = size+len(v), n+1
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, 0, size)
+		raw = make([]rawRecord, 0, n)
+		return b.ForEach(func(k, v []byte) error {
+			start := len(buf)
+			buf = append(buf, v...)
+			raw = append(raw, rawRecord{addr: string(k), data: buf[start:len(buf):len(buf)]})
 			return nil
 		})
 	})
@@ -101,8 +116,10 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	s.observe(snap.Lineage)
 	// Decoding happens after the file is closed: readers hold a shared
 	// flock while it is open, and writers wait for it.
+	snap.Records = make(map[string]*Record, len(raw))
+	names := newInterner()
 	for _, r := range raw {
-		rec, err := s.decode(r.addr, r.data)
+		rec, err := s.decode(r.addr, r.data, names)
 		if err != nil {
 			return nil, fmt.Errorf("read state: %w", err)
 		}
@@ -137,15 +154,17 @@ func (s *Store) Get(ctx context.Context, addr string) (*Record, error) {
 	if data == nil {
 		return nil, nil
 	}
-	rec, err := s.decode(addr, data)
+	rec, err := s.decode(addr, data, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read %s from state: %w", addr, err)
 	}
 	return rec, nil
 }
 
-func (s *Store) decode(addr string, data []byte) (*Record, error) {
-	rec, err := decodeRecord(data, SchemaVersion, recordUpgrades())
+// decode decodes the record stored at addr; names may be nil (see
+// decodeCurrent).
+func (s *Store) decode(addr string, data []byte, names *interner) (*Record, error) {
+	rec, err := decodeRecord(data, SchemaVersion, recordUpgrades(), names)
 	var future futureRecordError
 	switch {
 	case errors.As(err, &future):

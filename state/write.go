@@ -153,7 +153,7 @@ func (s *Store) apply(tx *bolt.Tx, addr string, data []byte) error {
 // from a newer sandboxer (its extra fields would be lost) or one that does
 // not decode (the damage would be hidden). Delete still removes either.
 func (s *Store) checkOverwrite(addr string, old []byte) error {
-	if _, err := s.decode(addr, old); err != nil {
+	if _, err := s.decode(addr, old, nil); err != nil {
 		var ce *CorruptError
 		if errors.As(err, &ce) {
 			ce.Reason = "refusing to overwrite it, because " + ce.Reason + " (delete it first)"
