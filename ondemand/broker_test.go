@@ -291,3 +291,33 @@ func TestDifferentInstancesDoNotWait(t *testing.T) {
 		t.Errorf("four 300 ms provisions of different instances took %s: they waited for each other", el)
 	}
 }
+
+func TestRequestFailureRecordsNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.prov.failNew = errors.New("redis: container exited (exit code 1)")
+	if _, err := e.b.Request(ctx, Request{Address: "sandbox.kv", Key: "f"}); err == nil || !strings.Contains(err.Error(), "container exited") {
+		t.Fatalf("got %v", err)
+	}
+	if rec, err := e.store.Get(ctx, `sandbox.kv["f"]`); rec != nil || err != nil {
+		t.Errorf("a failed request left a record: %v %v", rec, err)
+	}
+	if got := e.ev.types(); len(got) != 1 || !strings.HasPrefix(got[0], `failed sandbox.kv["f"] g1 `) {
+		t.Errorf("events %q", got)
+	}
+}
+
+func TestRequestBusyInstance(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	unlock, err := e.store.LockInstance(ctx, `sandbox.kv["b"]`, "request", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	e.b.LockTimeout = 50 * time.Millisecond
+	_, err = e.b.Request(ctx, Request{Address: "sandbox.kv", Key: "b"})
+	if !isKind(err, Busy) || !strings.Contains(err.Error(), "is locked by pid") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -22,6 +22,7 @@ type fakeProvider struct {
 	creates int
 	delay   time.Duration
 	n       int
+	failNew error // Create fails with it when set
 }
 
 func newFake() *fakeProvider {
@@ -36,6 +37,10 @@ func (f *fakeProvider) Create(ctx context.Context, req apply.CreateRequest) (*ap
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failNew != nil {
+		f.calls = append(f.calls, "create failed")
+		return nil, f.failNew
+	}
 	f.creates++
 	f.n++
 	key := fmt.Sprintf("%s#%d", req.Address, req.Generation)
