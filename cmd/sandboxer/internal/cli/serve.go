@@ -39,7 +39,9 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 			"\"Authorization: Bearer TOKEN\"; the token comes from --token-file or\n" +
 			"SANDBOXER_API_TOKEN, and serve refuses to start without one. A janitor runs\n" +
 			"reap every --reap-interval. SIGTERM or Ctrl-C stops accepting calls and waits\n" +
-			"for those in flight (a second one abandons them).",
+			"for those in flight (a second one abandons them). GET /v1/sandboxes lists the\n" +
+			"on-demand instances, without credentials. The configuration is read once, at\n" +
+			"start: restart serve after changing it.",
 		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
