@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -32,6 +34,7 @@ func onDemandCmds() map[string]func(ts *testscript.TestScript, neg bool, args []
 		"bigjson":      cmdBigJSON,
 		"sweeplineage": cmdSweepLineage,
 		"sleep":        cmdSleep,
+		"webhook":      cmdWebhook,
 	}
 }
 
@@ -336,4 +339,31 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
+}
+
+// cmdWebhook starts a local receiver for the rest of the script, sets the
+// environment variable VAR to its URL, and appends every body it receives,
+// one per line, to OUTFILE.
+//
+//	webhook VAR OUTFILE
+func cmdWebhook(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: webhook VAR OUTFILE")
+	}
+	out := ts.MkAbs(args[1])
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		f, err := os.OpenFile(out, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		_, _ = f.Write(append(bytes.TrimSpace(b), '\n'))
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv(args[0], srv.URL)
 }
