@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -12,7 +13,9 @@ import (
 // PlanMarkdown renders a plan for a pull-request comment: a summary
 // heading, a table with one row per instance, and the full text plan in a
 // collapsible diff block.
-func PlanMarkdown(w io.Writer, p *plan.Plan) {
+func PlanMarkdown(out io.Writer, p *plan.Plan) {
+	w := bufio.NewWriter(out) // a row per instance: one write, not one each
+	defer w.Flush()
 	fmt.Fprintf(w, "### sandboxer plan\n\n**%s**\n\n", SummaryLine(p.Summary()))
 	if len(p.Changes) == 0 {
 		fmt.Fprintln(w, "No sandboxes are declared or recorded.")

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,11 +13,15 @@ import (
 
 // PlanText renders a plan the way SPEC §5 shows it: one entry per instance
 // with its action and why, then a summary line.
-func PlanText(w io.Writer, p *plan.Plan, c Colorizer) {
+func PlanText(out io.Writer, p *plan.Plan, c Colorizer) {
 	if len(p.Changes) == 0 {
-		fmt.Fprintln(w, "No sandboxes are declared or recorded: nothing to do.")
+		fmt.Fprintln(out, "No sandboxes are declared or recorded: nothing to do.")
 		return
 	}
+	// A plan is a few lines per instance; unbuffered on a terminal or a
+	// pipe that is a write(2) per line.
+	w := bufio.NewWriter(out)
+	defer w.Flush()
 	for _, ch := range p.Changes {
 		fmt.Fprintf(w, "  %s\n", c.Bold("# "+Headline(ch)))
 		for _, line := range bodyLines(ch, c) {
