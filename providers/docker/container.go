@@ -7,7 +7,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
 )
 
@@ -25,9 +24,8 @@ type containerSpec struct {
 	Tmpfs   map[string]string // path → mount options
 }
 
-// createContainer creates (does not start) one service's container on the
-// instance network, records it in b so a failure can remove it, and
-// returns its id and name.
+// createContainer creates (does not start) one service's container, records
+// it in b so a failure can remove it, and returns its id and name.
 func (p *Provider) createContainer(ctx context.Context, b *build, spec containerSpec) (id, name string, err error) {
 	name = containerName(b.req.Lineage, b.req.Address, b.req.Generation, spec.Service)
 	cfg := &container.Config{
@@ -44,6 +42,9 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 		SecurityOpt:  []string{"no-new-privileges"},
 		Tmpfs:        spec.Tmpfs,
 		AutoRemove:   false, // a crashed container must stay so its log can be read
+		// Created on the default bridge, moved to the instance network
+		// before start (attachNetwork), so this need not wait for it.
+		NetworkMode: defaultNetwork,
 	}
 	if p.cfg.MemoryMB > 0 {
 		host.Memory = p.cfg.MemoryMB * 1024 * 1024
@@ -52,15 +53,12 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 		limit := p.cfg.PidsLimit
 		host.PidsLimit = &limit
 	}
-	netCfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-		b.netName: {Aliases: []string{spec.Service}},
-	}}
 	// Not cancelled mid-flight: the engine finishes a create whose request
 	// was abandoned, and the container would appear after cleanup ran.
 	// Letting the call return means the id is known and cleanup removes it.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
-	resp, err := p.cli.ContainerCreate(cctx, cfg, host, netCfg, nil, name)
+	resp, err := p.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
 	if err != nil {
 		return "", "", p.engineErr("create container "+name, err)
 	}
@@ -71,10 +69,16 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 	return resp.ID, name, nil
 }
 
-// startContainer starts a created container and returns the host port the
-// engine picked for port.
-func (p *Provider) startContainer(ctx context.Context, id, name string, port nat.Port) (int, error) {
-	if err := p.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+// startContainer moves a created container to the instance network, starts
+// it, lets the services ranked after it begin (see startRank), and returns
+// the host port the engine picked for port.
+func (p *Provider) startContainer(ctx context.Context, b *build, service, id, name string, port nat.Port) (int, error) {
+	if err := p.attachNetwork(ctx, b, service, id, name); err != nil {
+		return 0, err
+	}
+	err := p.cli.ContainerStart(ctx, id, container.StartOptions{})
+	b.starts.pass(service)
+	if err != nil {
 		return 0, p.engineErr("start container "+name, err)
 	}
 	ci, err := p.cli.ContainerInspect(ctx, id)

@@ -15,9 +15,13 @@ import (
 // build is one Create in progress: what exists so far, for cleanup, and the
 // results of each service.
 type build struct {
-	req     apply.CreateRequest
-	netName string
-	scrub   scrubber // every secret of this instance; filled before any start
+	req    apply.CreateRequest
+	net    *instanceNet
+	scrub  scrubber // every secret of this instance; filled before any start
+	starts *startGates
+	// pgVerifier is the SCRAM verifier of the postgres app password, for
+	// the init script (pginit.go).
+	pgVerifier string
 
 	mu         sync.Mutex
 	containers map[string]string // service → id
@@ -40,10 +44,10 @@ func (b *build) done(service string, c state.Credentials, available []string) {
 	b.available[service] = available
 }
 
-// Create provisions one instance: a bridge network and, concurrently, one
-// ready container per service. On any failure it removes everything it made
-// and returns an error quoting the failing container's log, scrubbed of
-// secrets.
+// Create provisions one instance: a bridge network and one ready container
+// per service, overlapped where the engine allows (see create). On any
+// failure it removes everything it made and returns an error quoting the
+// failing container's log, scrubbed of secrets.
 //
 // Create owns the (address, lineage, generation) triple: resources already
 // labelled with it can only be leftovers of an interrupted Create (state is
@@ -54,7 +58,8 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 	}
 	b := &build{
 		req:        req,
-		netName:    networkName(req.Lineage, req.Address, req.Generation),
+		net:        newInstanceNet(networkName(req.Lineage, req.Address, req.Generation)),
+		starts:     newStartGates(req.Features.Services()),
 		containers: map[string]string{},
 		names:      map[string]string{},
 		creds:      map[string]state.Credentials{},
@@ -68,6 +73,17 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		b.scrub.add(c.Password, c.AdminPassword)
 		if p.onSecrets != nil {
 			p.onSecrets(c.Password.Reveal(), c.AdminPassword.Reveal())
+		}
+	}
+	if c, ok := creds["postgres"]; ok {
+		// Not a password, but no business in an error either: psql echoes a
+		// failing init statement into the container log that errors quote.
+		if b.pgVerifier, err = scramVerifier(c.Password.Reveal()); err != nil {
+			return nil, fmt.Errorf("create %s: %w", req.Address, err)
+		}
+		b.scrub.add(state.Secret(b.pgVerifier))
+		if p.onSecrets != nil {
+			p.onSecrets(b.pgVerifier)
 		}
 	}
 
@@ -85,19 +101,33 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 	return created, nil
 }
 
+// create orders the engine work by what each step needs, so that little
+// of it lies on the path to PostgreSQL's readiness, the longest:
+//
+//	sweep ─┬─ network create ───────────────┐
+//	       └─ postgres: create, copy files ─┴─ attach, start ─┬─ initdb, init script, ready
+//	                                                          └─ redis: create, copy, attach, start, ready
+//
+// The network is in the group, so it is never still in flight when a
+// failed Create cleans up.
 func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.Credentials) (*apply.Created, error) {
 	req := b.req
 	if err := p.sweep(ctx, req.Address, req.Lineage, req.Generation); err != nil {
 		return nil, fmt.Errorf("remove leftovers of an interrupted create: %w", err)
 	}
-	netID, err := p.createNetwork(ctx, b.netName, instanceLabels(req.Address, req.Lineage, req.Generation))
-	if err != nil {
-		return nil, err
-	}
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return b.net.create(gctx, p, instanceLabels(req.Address, req.Lineage, req.Generation))
+	})
 	for _, svc := range req.Features.Services() {
 		feats := req.Features[svc]
 		g.Go(func() error {
+			// A service that fails before its start must not hold up the
+			// services ranked after it.
+			defer b.starts.pass(svc)
+			if err := b.starts.wait(gctx, svc); err != nil {
+				return err
+			}
 			var err error
 			switch svc {
 			case "postgres":
@@ -116,7 +146,7 @@ func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.
 	return &apply.Created{
 		Credentials: b.creds,
 		Resources: state.Resources{
-			Network:    netID,
+			Network:    b.net.id,
 			Containers: b.containers,
 		},
 		AvailableExtensions: b.available,

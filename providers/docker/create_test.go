@@ -137,6 +137,18 @@ func TestCreatePostgresRedis(t *testing.T) {
 		}
 	})
 
+	t.Run("postgres extensions", func(t *testing.T) {
+		checkExtensionsCreatedByAdmin(t, pg, []string{"vector"})
+	})
+
+	t.Run("postgres init script", func(t *testing.T) {
+		checkInitScriptFile(t, p, created.Resources.Containers["postgres"], created.Credentials)
+	})
+
+	t.Run("postgres extension guard", func(t *testing.T) {
+		checkExtensionGuard(t, pg)
+	})
+
 	t.Run("redis app user", func(t *testing.T) {
 		rdb := redisClient(rd.Host, rd.Port, rd.User, rd.Password)
 		defer rdb.Close()
@@ -219,6 +231,10 @@ func TestCreatePostgresRedis(t *testing.T) {
 			LabelLineage:    lineage,
 			LabelGeneration: "1",
 		}
+		n, err := p.cli.NetworkInspect(ctx, created.Resources.Network, network.InspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for svc, id := range created.Resources.Containers {
 			ci, err := p.cli.ContainerInspect(ctx, id)
 			if err != nil {
@@ -230,10 +246,19 @@ func TestCreatePostgresRedis(t *testing.T) {
 			}
 			checkHostConfig(t, svc, ci)
 			checkNoSecret(t, svc, ci, created.Credentials)
-		}
-		n, err := p.cli.NetworkInspect(ctx, created.Resources.Network, network.InspectOptions{})
-		if err != nil {
-			t.Fatal(err)
+			// Created on the default bridge, but it must run on its own
+			// network only: on the shared bridge it could reach other
+			// sandboxes.
+			var nets []string
+			for name := range ci.NetworkSettings.Networks {
+				nets = append(nets, name)
+			}
+			if len(nets) != 1 || nets[0] != n.Name {
+				t.Errorf("%s container is on networks %v, want only %s", svc, nets, n.Name)
+			}
+			if ep := ci.NetworkSettings.Networks[n.Name]; ep == nil || !slices.Contains(ep.Aliases, svc) {
+				t.Errorf("%s container has no alias %q on %s", svc, svc, n.Name)
+			}
 		}
 		checkLabels(t, "network", n.Labels, wantLabels)
 		if len(n.Containers) != 2 {

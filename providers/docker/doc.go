@@ -11,6 +11,8 @@
 //   - pull or build images during Create (Check may try a pull, at plan time);
 //   - publish a port on anything but 127.0.0.1, run a container privileged or
 //     without no-new-privileges, or create anonymous volumes;
+//   - start a container anywhere but on its instance's own network (they are
+//     created on the default bridge and moved before start; network.go);
 //   - hand out a superuser (PostgreSQL) or a Redis user that can load
 //     modules, change configuration or run debug commands;
 //   - put a password in an error, a log line, a label, a container name, an

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -20,9 +21,11 @@ const (
 
 // startPostgres runs the official-image contract with sandboxer's admin as
 // POSTGRES_USER (the image makes it a superuser), the data directory on a
-// tmpfs and durability switched off (a sandbox is disposable), waits for a
-// real SELECT 1, then creates the handed-out role, its database and the
-// requested extensions.
+// tmpfs and durability switched off (a sandbox is disposable). The app role,
+// its database and the requested extensions are made by an init script
+// during the image's first start (see pginit.go); readiness is the app
+// role's own login and SELECT 1, on the connection that then checks the
+// extensions.
 func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, c state.Credentials) error {
 	img, err := p.image("postgres")
 	if err != nil {
@@ -36,19 +39,20 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	if pgdata == "" {
 		pgdata = defaultPGDATA
 	}
+	// The admin password goes in as a file (the official image's
+	// POSTGRES_PASSWORD_FILE), so `docker inspect` does not show it.
+	env := []string{
+		"POSTGRES_USER=" + c.AdminUser,
+		"POSTGRES_PASSWORD_FILE=" + secretPath(pgPasswordFile),
+		"POSTGRES_DB=postgres",
+		"POSTGRES_INITDB_ARGS=--nosync",
+	}
+	env = append(env, utcUnlessSet(ii)...)
+	env = append(env, serverBinFirst(ii)...)
 	spec := containerSpec{
 		Service: "postgres",
 		Image:   img.Ref,
-		// The admin password goes in as a file (the official image's
-		// POSTGRES_PASSWORD_FILE), so `docker inspect` does not show it; the
-		// app role's password never reaches the container in clear text
-		// (see setupPostgres).
-		Env: []string{
-			"POSTGRES_USER=" + c.AdminUser,
-			"POSTGRES_PASSWORD_FILE=" + secretPath(pgPasswordFile),
-			"POSTGRES_DB=postgres",
-			"POSTGRES_INITDB_ARGS=--nosync",
-		},
+		Env:     env,
 		Cmd: []string{"postgres",
 			"-c", "fsync=off",
 			"-c", "synchronous_commit=off",
@@ -61,26 +65,36 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	if err != nil {
 		return err
 	}
-	// Mode 0400: the entrypoint reads it as root (or as the postgres user
-	// that owns it) before starting the server.
-	pw := containerFile{Name: pgPasswordFile, Content: []byte(c.AdminPassword.Reveal()), Mode: 0o400}
-	if err := p.copyFiles(ctx, id, pw); err != nil {
-		return fmt.Errorf("copy admin password file into %s: %w", name, err)
+	files := []containerFile{
+		// Mode 0400: the entrypoint reads it as root (or as the postgres
+		// user that owns it) before dropping privileges.
+		{Path: secretPath(pgPasswordFile), Content: []byte(c.AdminPassword.Reveal()), Mode: 0o400},
+		// World-readable: psql reads it as the image's postgres user, whose
+		// uid differs between images (999 on Debian, 70 on Alpine). It holds
+		// no password, only the verifier the server keeps anyway.
+		{Path: path.Join(initDir, initScriptName), Content: initScript(c, b.pgVerifier, feats, p.cat.Allowed("postgres")), Mode: 0o444},
 	}
-	port, err := p.startContainer(ctx, id, name, postgresPort)
+	if err := p.copyFiles(ctx, id, files...); err != nil {
+		return fmt.Errorf("copy admin password and init script into %s: %w", name, err)
+	}
+	port, err := p.startContainer(ctx, b, "postgres", id, name, postgresPort)
 	if err != nil {
 		return err
 	}
 	c.Port = port
 	// The image's init server listens on the Unix socket only, so an answer
-	// over TCP comes from the real server.
+	// over TCP comes from the real server, after the init script ran.
+	var conn *pgx.Conn
 	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
-		return pgPing(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, "postgres")
+		var err error
+		conn, err = pgReady(ctx, c)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	available, err := p.setupPostgres(ctx, img.Ref, c, feats)
+	defer conn.Close(context.WithoutCancel(ctx))
+	available, err := p.verifyPostgres(ctx, conn, img.Ref, c.Database, feats)
 	if err != nil {
 		return err
 	}
@@ -88,19 +102,16 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	return nil
 }
 
-// setupPostgres creates the app role and database as admin, enables the
-// requested extensions in that database, checks the app role can log in,
-// and returns the allowed extensions the image provides.
-func (p *Provider) setupPostgres(ctx context.Context, ref string, c state.Credentials, feats []string) ([]string, error) {
-	admin, err := pgConnect(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, "postgres")
+// verifyPostgres checks, as the app role, that every requested extension
+// exists in the app database, explaining any the init script skipped, and
+// returns the allowed extensions the image provides.
+func (p *Provider) verifyPostgres(ctx context.Context, conn *pgx.Conn, ref, db string, feats []string) ([]string, error) {
+	var offered, installed []string
+	err := conn.QueryRow(ctx, `SELECT
+		ARRAY(SELECT name::text FROM pg_available_extensions),
+		ARRAY(SELECT extname::text FROM pg_extension)`).Scan(&offered, &installed)
 	if err != nil {
-		return nil, fmt.Errorf("connect as admin: %w", err)
-	}
-	defer admin.Close(ctx)
-
-	offered, err := queryStrings(ctx, admin, "SELECT name FROM pg_available_extensions")
-	if err != nil {
-		return nil, fmt.Errorf("list available extensions: %w", err)
+		return nil, fmt.Errorf("list available and installed extensions: %w", err)
 	}
 	allowed := p.cat.Allowed("postgres")
 	available := intersect(allowed, offered)
@@ -110,66 +121,20 @@ func (p *Provider) setupPostgres(ctx context.Context, ref string, c state.Creden
 				ref, f, strings.Join(available, ", "))
 		}
 	}
-
-	// A pre-hashed SCRAM verifier: the server never sees the clear text, so
-	// it cannot turn up in a statement log or pg_stat_activity.
-	verifier, err := scramVerifier(c.Password.Reveal())
-	if err != nil {
-		return nil, err
-	}
-	role := pgx.Identifier{c.User}.Sanitize()
-	stmts := []string{
-		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD %s NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS",
-			role, quoteLiteral(verifier)),
-		fmt.Sprintf("CREATE DATABASE %s OWNER %s", pgx.Identifier{c.Database}.Sanitize(), role),
-	}
-	for _, s := range stmts {
-		if _, err := admin.Exec(ctx, s); err != nil {
-			// The statement is not quoted: it holds the verifier.
-			return nil, fmt.Errorf("create role and database %q: %w", c.Database, err)
+	for _, f := range feats {
+		if slices.Contains(installed, f) {
+			continue
 		}
-	}
-
-	if err := p.createExtensions(ctx, c, feats, allowed); err != nil {
-		return nil, err
-	}
-	if err := pgPing(ctx, c.Host, c.Port, c.User, c.Password, c.Database); err != nil {
-		return nil, fmt.Errorf("log in as the app role: %w", err)
+		requires, err := extensionRequires(ctx, conn)
+		if err != nil {
+			return nil, err
+		}
+		if dep, ok := disallowedDependency(f, requires, allowed, installed); ok {
+			return nil, fmt.Errorf("extension %q requires %q, which is not on the allowlist", f, dep)
+		}
+		return nil, fmt.Errorf("extension %q was not created in database %q", f, db)
 	}
 	return available, nil
-}
-
-// createExtensions runs CREATE EXTENSION … CASCADE as admin inside the app
-// database. CASCADE may only pull in extensions that are themselves allowed
-// (earthdistance needs cube), so the dependency closure is checked first.
-func (p *Provider) createExtensions(ctx context.Context, c state.Credentials, feats, allowed []string) error {
-	if len(feats) == 0 {
-		return nil
-	}
-	conn, err := pgConnect(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, c.Database)
-	if err != nil {
-		return fmt.Errorf("connect as admin to %q: %w", c.Database, err)
-	}
-	defer conn.Close(ctx)
-	requires, err := extensionRequires(ctx, conn)
-	if err != nil {
-		return err
-	}
-	installed, err := queryStrings(ctx, conn, "SELECT extname FROM pg_extension")
-	if err != nil {
-		return fmt.Errorf("list installed extensions: %w", err)
-	}
-	for _, f := range feats {
-		if dep, ok := disallowedDependency(f, requires, allowed, installed); ok {
-			return fmt.Errorf("extension %q requires %q, which is not on the allowlist", f, dep)
-		}
-	}
-	for _, f := range feats {
-		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+pgx.Identifier{f}.Sanitize()+" CASCADE"); err != nil {
-			return fmt.Errorf("create extension %q: %w", f, err)
-		}
-	}
-	return nil
 }
 
 // extensionRequires maps each available extension to what its default
@@ -226,7 +191,23 @@ func pgConnect(ctx context.Context, host string, port int, user string, password
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
-// pgPing is the readiness and liveness probe: log in and run SELECT 1.
+// pgReady is Create's readiness probe: log in as the app role to its
+// database and run SELECT 1. The connection stays open for the checks that
+// follow.
+func pgReady(ctx context.Context, c state.Credentials) (*pgx.Conn, error) {
+	conn, err := pgConnect(ctx, c.Host, c.Port, c.User, c.Password, c.Database)
+	if err != nil {
+		return nil, err
+	}
+	var one int
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("SELECT 1: %w", err)
+	}
+	return conn, nil
+}
+
+// pgPing is the liveness probe: log in and run SELECT 1.
 func pgPing(ctx context.Context, host string, port int, user string, password state.Secret, db string) error {
 	conn, err := pgConnect(ctx, host, port, user, password, db)
 	if err != nil {
@@ -238,14 +219,6 @@ func pgPing(ctx context.Context, host string, port int, user string, password st
 		return fmt.Errorf("SELECT 1: %w", err)
 	}
 	return nil
-}
-
-func queryStrings(ctx context.Context, conn *pgx.Conn, sql string) ([]string, error) {
-	rows, err := conn.Query(ctx, sql)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // quoteLiteral quotes a SQL string literal (standard_conforming_strings on).

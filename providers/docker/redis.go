@@ -71,10 +71,10 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 		return err
 	}
 	// The file holds only SHA-256 hashes of the passwords.
-	if err := p.copyFiles(ctx, id, containerFile{Name: aclFileName, Content: aclFile(c), Mode: 0o600}); err != nil {
+	if err := p.copyFiles(ctx, id, containerFile{Path: secretPath(aclFileName), Content: aclFile(c), Mode: 0o600}); err != nil {
 		return fmt.Errorf("copy ACL file into %s: %w", name, err)
 	}
-	port, err := p.startContainer(ctx, id, name, redisPort)
+	port, err := p.startContainer(ctx, b, "redis", id, name, redisPort)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,10 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	if err != nil {
 		return err
 	}
-	loaded, err := redisLoadedModules(ctx, c)
+	// One admin connection for the module checks and the ACL hardening.
+	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
+	defer admin.Close()
+	loaded, err := redisLoadedModules(ctx, admin)
 	if err != nil {
 		return fmt.Errorf("list loaded modules as admin: %w", err)
 	}
@@ -102,7 +105,7 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 				img.Ref, f, strings.Join(redisModuleNames(f), "/"), listOrNone(loaded), f)
 		}
 	}
-	if _, err := restrictModuleCommands(ctx, c, loaded); err != nil {
+	if _, err := restrictModuleCommands(ctx, admin, c.User, loaded); err != nil {
 		return err
 	}
 	configurable := sortedKeys(img.Modules)
@@ -113,7 +116,10 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 
 // redisClient is a single-connection client that fails fast: no retries,
 // no client-identity or maintenance-notification handshakes (they would
-// only add round trips and log noise to a probe).
+// only add round trips and log noise to a probe). DialerRetries 1: by
+// default a refused dial is retried 5 times, 100 ms apart, inside one
+// command, so a probe just after start (or of a dead container) would take
+// 400 ms to fail instead of a millisecond.
 func redisClient(host string, port int, user string, password state.Secret) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:                     fmt.Sprintf("%s:%d", host, port),
@@ -124,6 +130,7 @@ func redisClient(host string, port int, user string, password state.Secret) *red
 		MaxRetries:               -1,
 		PoolSize:                 1,
 		DialTimeout:              2 * time.Second,
+		DialerRetries:            1,
 		ReadTimeout:              2 * time.Second,
 		WriteTimeout:             2 * time.Second,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
@@ -142,10 +149,8 @@ func redisPing(ctx context.Context, host string, port int, user string, password
 
 // redisLoadedModules lists loaded module names from INFO modules: the
 // MODULE command is disabled for everyone (enable-module-command no).
-func redisLoadedModules(ctx context.Context, c state.Credentials) ([]string, error) {
-	rdb := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
-	defer rdb.Close()
-	info, err := rdb.Info(ctx, "modules").Result()
+func redisLoadedModules(ctx context.Context, admin *redis.Client) ([]string, error) {
+	info, err := admin.Info(ctx, "modules").Result()
 	if err != nil {
 		return nil, err
 	}

@@ -43,19 +43,17 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// restrictModuleCommands denies the app user the administrative and debug
+// restrictModuleCommands denies user the administrative and debug
 // commands of the loaded modules. On Redis 7.0 module commands belong to no
 // ACL category, so "-@admin -@dangerous" does not reach them, and the ACL
 // file cannot name them (an unknown command there aborts start-up when the
 // module is not loaded). Denied: commands flagged admin, *.CONFIG and
 // *.DEBUG (FT.CONFIG, FT.DEBUG, JSON.DEBUG), and internal "_"-prefixed
 // ones. It returns what it denied, sorted.
-func restrictModuleCommands(ctx context.Context, c state.Credentials, modules []string) ([]string, error) {
+func restrictModuleCommands(ctx context.Context, rdb *redis.Client, user string, modules []string) ([]string, error) {
 	if len(modules) == 0 {
 		return nil, nil
 	}
-	rdb := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
-	defer rdb.Close()
 	var deny []string
 	for _, m := range modules {
 		names, err := rdb.Do(ctx, "COMMAND", "LIST", "FILTERBY", "MODULE", m).StringSlice()
@@ -76,12 +74,12 @@ func restrictModuleCommands(ctx context.Context, c state.Credentials, modules []
 		return nil, nil
 	}
 	slices.Sort(deny)
-	args := []any{"ACL", "SETUSER", c.User}
+	args := []any{"ACL", "SETUSER", user}
 	for _, name := range deny {
 		args = append(args, "-"+name)
 	}
 	if err := rdb.Do(ctx, args...).Err(); err != nil {
-		return nil, fmt.Errorf("deny module commands %v to %s: %w", deny, c.User, err)
+		return nil, fmt.Errorf("deny module commands %v to %s: %w", deny, user, err)
 	}
 	return deny, nil
 }

@@ -1,0 +1,242 @@
+package docker
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"io"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+func TestInitScript(t *testing.T) {
+	c := state.Credentials{User: "app", Password: "app-pw", AdminUser: "sbx_admin", AdminPassword: "admin-pw", Database: "app"}
+	const verifier = "SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy"
+	got := string(initScript(c, verifier, []string{"vector", "uuid-ossp"}, []string{"uuid-ossp", "vector", "it's"}))
+	for _, want := range []string{
+		`CREATE ROLE "app" LOGIN PASSWORD '` + verifier + `' NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS;`,
+		`CREATE DATABASE "app" OWNER "app" STRATEGY = FILE_COPY;`,
+		"\n\\connect \"app\"\n",
+		`ARRAY['vector', 'uuid-ossp']::text[]`,
+		`ARRAY['uuid-ossp', 'vector', 'it''s']::text[]`,
+		"format('CREATE EXTENSION IF NOT EXISTS %I', ext)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("init script lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "app-pw") || strings.Contains(got, "admin-pw") {
+		t.Errorf("init script holds a clear-text password:\n%s", got)
+	}
+	// The role and database come before the switch to the app database,
+	// and the extensions after it.
+	if r, d, e := strings.Index(got, "CREATE ROLE"), strings.Index(got, "\\connect"), strings.Index(got, "DO $sandboxer$"); !(r < d && d < e) {
+		t.Errorf("statements out of order:\n%s", got)
+	}
+
+	none := string(initScript(c, verifier, nil, []string{"vector"}))
+	if strings.Contains(none, "\\connect") || strings.Contains(none, "EXTENSION") {
+		t.Errorf("init script without extensions still switches database or creates one:\n%s", none)
+	}
+}
+
+// An extension with a dependency takes the init script's careful path
+// (CREATE EXTENSION … CASCADE after the allowlist check) during a real
+// first start.
+func TestCreateExtensionWithDependency(t *testing.T) {
+	t.Parallel()
+	p, secrets := newTestProvider(t)
+	lineage := newLineage(t, p)
+	req := apply.CreateRequest{
+		Address: "sandbox.geo", Lineage: lineage, Generation: 1,
+		Features: config.FeatureSet{"postgres": {"earthdistance"}},
+	}
+	created, err := p.Create(context.Background(), req)
+	secrets.assertClean(t, err)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	pg := created.Credentials["postgres"]
+	checkExtensionsCreatedByAdmin(t, pg, []string{"earthdistance", "cube"})
+
+	// A restart empties the tmpfs data directory; the init script sets the
+	// sandbox up again with the same role, password and extensions (the
+	// engine picks a new host port).
+	id := created.Resources.Containers["postgres"]
+	if err := p.cli.ContainerRestart(context.Background(), id, container.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := p.cli.ContainerInspect(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Port, _ = strconv.Atoi(ci.NetworkSettings.Ports[postgresPort][0].HostPort)
+	err = p.waitReady(context.Background(), id, time.Minute, func(ctx context.Context) error {
+		return pgPing(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database)
+	})
+	if err != nil {
+		t.Fatalf("app role after a restart: %v", err)
+	}
+	checkExtensionsCreatedByAdmin(t, pg, []string{"earthdistance", "cube"})
+
+	if err := p.Delete(context.Background(), recordFor(req, created)); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLabelled(t, p, lineage)
+}
+
+// checkExtensionsCreatedByAdmin asserts, as the app role, that each
+// extension exists in the app database and belongs to the admin (created in
+// the init phase, not by the handed-out role), and, as the admin, that it
+// was not created in the postgres database instead.
+func checkExtensionsCreatedByAdmin(t *testing.T, pg state.Credentials, exts []string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database)
+	if err != nil {
+		t.Fatalf("connect as app: %v", err)
+	}
+	defer conn.Close(ctx)
+	owners := map[string]string{}
+	rows, _ := conn.Query(ctx, "SELECT extname::text, pg_get_userbyid(extowner)::text FROM pg_extension")
+	var name, owner string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &owner}, func() error { owners[name] = owner; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range exts {
+		if owners[ext] != pg.AdminUser {
+			t.Errorf("extension %q in %q: owner %q, want the admin %q (installed: %v)", ext, pg.Database, owners[ext], pg.AdminUser, owners)
+		}
+	}
+
+	admin, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres")
+	if err != nil {
+		t.Fatalf("connect as admin: %v", err)
+	}
+	defer admin.Close(ctx)
+	var elsewhere []string
+	if err := admin.QueryRow(ctx, "SELECT ARRAY(SELECT extname::text FROM pg_extension)").Scan(&elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range exts {
+		if slices.Contains(elsewhere, ext) {
+			t.Errorf("extension %q was also created in the postgres database", ext)
+		}
+	}
+}
+
+// checkInitScriptFile reads the init script back from the container: it
+// must hold the app role's SCRAM verifier and no password of the instance.
+func checkInitScriptFile(t *testing.T, p *Provider, id string, creds map[string]state.Credentials) {
+	t.Helper()
+	rc, _, err := p.cli.CopyFromContainer(context.Background(), id, path.Join(initDir, initScriptName))
+	if err != nil {
+		t.Fatalf("read init script: %v", err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	if _, err := tr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := string(body)
+	if !strings.Contains(script, "PASSWORD 'SCRAM-SHA-256$4096:") {
+		t.Errorf("init script does not set a SCRAM verifier:\n%s", script)
+	}
+	for svc, c := range creds {
+		if strings.Contains(script, c.Password.Reveal()) || strings.Contains(script, c.AdminPassword.Reveal()) {
+			t.Errorf("init script holds a %s password", svc)
+		}
+	}
+}
+
+// checkExtensionGuard runs the init script's extension block as the admin in
+// a scratch database of a live sandbox: an extension whose dependency is off
+// the allowlist must not be created (nor its dependency), one the image
+// lacks is skipped without failing, and with the dependency allowed both are
+// created.
+func checkExtensionGuard(t *testing.T, pg state.Credentials) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres")
+	if err != nil {
+		t.Fatalf("connect as admin: %v", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE guard"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "guard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	installed := func() []string {
+		var out []string
+		if err := conn.QueryRow(ctx, "SELECT ARRAY(SELECT extname::text FROM pg_extension)").Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	// earthdistance requires cube, which this allowlist lacks.
+	if _, err := conn.Exec(ctx, extensionsBlock([]string{"earthdistance"}, []string{"earthdistance"})); err != nil {
+		t.Fatalf("extension block with a disallowed dependency: %v", err)
+	}
+	if got := installed(); slices.Contains(got, "earthdistance") || slices.Contains(got, "cube") {
+		t.Errorf("installed %v although cube is not allowed", got)
+	}
+
+	if _, err := conn.Exec(ctx, extensionsBlock([]string{"timescaledb", "earthdistance"}, []string{"cube", "earthdistance", "timescaledb"})); err != nil {
+		t.Fatalf("extension block with a missing extension: %v", err)
+	}
+	got := installed()
+	if !slices.Contains(got, "earthdistance") || !slices.Contains(got, "cube") || slices.Contains(got, "timescaledb") {
+		t.Errorf("installed %v, want earthdistance and cube, no timescaledb", got)
+	}
+}
+
+func TestImageEnvTweaks(t *testing.T) {
+	img := func(env ...string) image.InspectResponse {
+		var ii image.InspectResponse
+		b, _ := json.Marshal(map[string]any{"Config": map[string]any{"Env": env}})
+		if err := json.Unmarshal(b, &ii); err != nil {
+			t.Fatal(err)
+		}
+		return ii
+	}
+	const debianPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/lib/postgresql/17/bin"
+	tests := []struct {
+		name string
+		ii   image.InspectResponse
+		want []string
+	}{
+		{"debian layout", img(debianPath), []string{"TZ=Etc/UTC", "PATH=/usr/lib/postgresql/17/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
+		{"already first", img("PATH=/usr/lib/postgresql/17/bin:/usr/bin"), []string{"TZ=Etc/UTC"}},
+		{"no server dir", img("PATH=/usr/local/bin:/usr/bin"), []string{"TZ=Etc/UTC"}},
+		{"image sets TZ", img(debianPath, "TZ=Europe/Berlin"), []string{"PATH=/usr/lib/postgresql/17/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
+		{"no config", image.InspectResponse{}, []string{"TZ=Etc/UTC"}},
+	}
+	for _, tt := range tests {
+		got := append(utcUnlessSet(tt.ii), serverBinFirst(tt.ii)...)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
