@@ -12,6 +12,11 @@ import (
 // resources are gone.
 var ErrNotFound = errors.New("not found")
 
+// ErrEngine is wrapped by provider errors that mean the engine itself could
+// not be asked. Refresh then fails rather than call every instance dead,
+// which would rotate credentials that are still in use.
+var ErrEngine = errors.New("cannot reach the Docker engine")
+
 // Provider creates, probes and deletes sandbox instances on some engine.
 // Implementations live under providers/; this is all apply needs of them.
 type Provider interface {

@@ -17,6 +17,7 @@ func Refresh(ctx context.Context, p Provider, snap *state.Snapshot, parallelism 
 		parallelism = 1
 	}
 	obs := make(plan.Observed, len(snap.Records))
+	var engineErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, parallelism)
@@ -27,7 +28,8 @@ func Refresh(ctx context.Context, p Provider, snap *state.Snapshot, parallelism 
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			o := plan.Observation{Alive: true}
-			if err := p.Probe(ctx, rec); err != nil {
+			err := p.Probe(ctx, rec)
+			if err != nil {
 				o.Alive = false
 				o.Detail = err.Error()
 				if errors.Is(err, ErrNotFound) {
@@ -35,14 +37,21 @@ func Refresh(ctx context.Context, p Provider, snap *state.Snapshot, parallelism 
 				}
 			}
 			mu.Lock()
+			defer mu.Unlock()
 			obs[addr] = o
-			mu.Unlock()
+			if errors.Is(err, ErrEngine) && engineErr == nil {
+				engineErr = err
+			}
 		}()
 	}
 	wg.Wait()
-	// A cancelled refresh would make every instance look dead.
+	// A cancelled refresh, or an engine that stopped answering, would make
+	// every instance look dead.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("refresh: %w", err)
+	}
+	if engineErr != nil {
+		return nil, fmt.Errorf("refresh: %w", engineErr)
 	}
 	return obs, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 
@@ -11,10 +12,13 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// Probe checks that every service of a recorded instance has its container
-// running and answers a protocol probe with the handed-out credentials
-// (PostgreSQL SELECT 1, Redis AUTH + PING). A container that no longer
-// exists gives an error wrapping apply.ErrNotFound.
+// Probe checks that every service of a recorded instance answers a
+// protocol probe with the handed-out credentials (PostgreSQL SELECT 1,
+// Redis AUTH + PING), all services at once. The credentials are unique to
+// the instance, so a successful login is proof enough that its container
+// runs; only a failed probe asks the engine why, so that a container that
+// no longer exists gives an error wrapping apply.ErrNotFound and an engine
+// that cannot be reached one wrapping apply.ErrEngine.
 func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	if rec == nil {
 		return errors.New("probe: no record")
@@ -23,9 +27,22 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	for _, c := range rec.Credentials {
 		scrub.add(c.Password, c.AdminPassword)
 	}
-	for _, svc := range sortedKeys(rec.Credentials) {
-		if err := p.probeService(ctx, rec, svc); err != nil {
-			return scrub.err(fmt.Errorf("probe %s: %s: %w", rec.Address, svc, err))
+	svcs := sortedKeys(rec.Credentials)
+	errs := make([]error, len(svcs))
+	var wg sync.WaitGroup
+	for i, svc := range svcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.probeService(ctx, rec, svc); err != nil {
+				errs[i] = scrub.err(fmt.Errorf("probe %s: %s: %w", rec.Address, svc, err))
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err // the first service in name order, for stable messages
 		}
 	}
 	return nil
@@ -35,6 +52,10 @@ func (p *Provider) probeService(ctx context.Context, rec *state.Record, svc stri
 	id := rec.Resources.Containers[svc]
 	if id == "" {
 		return fmt.Errorf("no container recorded: %w", apply.ErrNotFound)
+	}
+	perr := p.protocolProbe(ctx, rec.Credentials[svc], svc)
+	if perr == nil {
+		return nil
 	}
 	ci, err := p.cli.ContainerInspect(ctx, id)
 	if cerrdefs.IsNotFound(err) {
@@ -50,9 +71,12 @@ func (p *Provider) probeService(ctx context.Context, rec *state.Record, svc stri
 		}
 		return fmt.Errorf("container %s is %s (exit code %d)", trimSlash(ci.Name), status, code)
 	}
+	return perr
+}
+
+func (p *Provider) protocolProbe(ctx context.Context, c state.Credentials, svc string) error {
 	pctx, cancel := context.WithTimeout(ctx, p.probeTimeout())
 	defer cancel()
-	c := rec.Credentials[svc]
 	switch svc {
 	case "postgres":
 		return pgPing(pctx, c.Host, c.Port, c.User, c.Password, c.Database)

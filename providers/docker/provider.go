@@ -85,9 +85,9 @@ func (p *Provider) Close() error {
 // point sandboxer elsewhere.
 func (p *Provider) engineErr(doing string, err error) error {
 	if client.IsErrConnectionFailed(err) {
-		return fmt.Errorf("docker provider: cannot reach the Docker engine at %s to %s "+
+		return fmt.Errorf("docker provider: %w at %s to %s "+
 			"(start it, or set DOCKER_HOST or provider \"docker\" { host = \"…\" }): %w",
-			p.host, doing, err)
+			apply.ErrEngine, p.host, doing, err)
 	}
 	return fmt.Errorf("%s: %w", doing, err)
 }

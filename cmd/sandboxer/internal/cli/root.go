@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -19,6 +20,9 @@ import (
 // Main runs sandboxer with the process's arguments and streams and returns
 // the exit code.
 func Main() int {
+	// go-redis logs every refused dial of a liveness probe to stderr; the
+	// probe's own error already says what happened.
+	redis.SetLogger(quietLogger{})
 	f := &Factory{
 		IO: IOStreams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 			OutTTY: term.IsTerminal(int(os.Stdout.Fd())),
@@ -52,6 +56,11 @@ func Main() int {
 	}()
 	return Run(ctx, f, os.Args[1:])
 }
+
+// quietLogger discards go-redis's internal log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // Run executes one command line against a factory. ctx is the hard
 // context (second Ctrl-C); commands see one that also ends at the first.
