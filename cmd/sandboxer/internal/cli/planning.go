@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sandboxer/sandboxer/apply"
@@ -52,14 +53,31 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := loadConfig(f, o.Vars)
-	if err != nil {
-		return nil, err
+	p := &planned{store: f.Store()}
+	var snapErr error
+	lockAndRead := func() {
+		unlock, err := p.store.Lock(ctx, operation, o.LockTimeout)
+		if err != nil {
+			snapErr = lockError(err)
+			return
+		}
+		p.unlock = unlock
+		p.snap, snapErr = p.store.Snapshot(ctx)
 	}
-	p := &planned{cfg: cfg, store: f.Store()}
-	p.unlock, err = p.store.Lock(ctx, operation, o.LockTimeout)
-	if err != nil {
-		return nil, lockError(err)
+	// With a state file to read, reading it overlaps decoding the
+	// configuration. Without one, the configuration is checked first, so
+	// that a broken configuration creates no .sandboxer folder.
+	var stateRead chan struct{}
+	if _, statErr := os.Stat(p.store.Path()); statErr == nil {
+		stateRead = make(chan struct{})
+		go func() {
+			defer close(stateRead)
+			lockAndRead()
+		}()
+	}
+	p.cfg, err = loadConfig(f, o.Vars)
+	if stateRead != nil {
+		<-stateRead
 	}
 	ok := false
 	defer func() {
@@ -67,10 +85,16 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 			p.close()
 		}
 	}()
-	p.snap, err = p.store.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if stateRead == nil {
+		lockAndRead()
+	}
+	if snapErr != nil {
+		return nil, snapErr
+	}
+	cfg := p.cfg
 	var obs plan.Observed
 	if o.Refresh {
 		prov, err := f.NewProvider(ctx, cfg.Provider, f.Catalog)
