@@ -24,36 +24,12 @@ func PlanMarkdown(out io.Writer, p *plan.Plan) {
 	fmt.Fprintln(w, "| | Sandbox | Action | Reason |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, ch := range p.Changes {
-		fmt.Fprintf(w, "| %s | `%s` | %s | %s |\n", actionMark(ch.Action), ch.Addr.String(),
-			actionWord(ch.Action), mdEscape(reasonText(ch)))
+		fmt.Fprintf(w, "| %s | `%s` | %s | %s |\n", wordsFor(ch.Action).mark, ch.Addr.String(),
+			wordsFor(ch.Action).word, mdEscape(reasonText(ch)))
 	}
 	var body bytes.Buffer
 	PlanText(&body, p, Colorizer{})
 	fmt.Fprintf(w, "\n<details><summary>Full plan</summary>\n\n```diff\n%s```\n\n</details>\n", diffify(body.String()))
-}
-
-func actionMark(a plan.Action) string {
-	switch a {
-	case plan.Create:
-		return "➕"
-	case plan.CreateThenDelete:
-		return "🔁"
-	case plan.Delete:
-		return "➖"
-	}
-	return "♻️"
-}
-
-func actionWord(a plan.Action) string {
-	switch a {
-	case plan.Create:
-		return "create"
-	case plan.CreateThenDelete:
-		return "**replace**"
-	case plan.Delete:
-		return "destroy"
-	}
-	return "reuse"
 }
 
 // reasonText is the part of the headline after the address.

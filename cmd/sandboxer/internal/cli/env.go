@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/views"
 )
 
@@ -44,16 +43,9 @@ func envRun(cmd *cobra.Command, opts *EnvOptions) error {
 	default:
 		return fmt.Errorf("--format %q: must be shell, dotenv, json or github", opts.Format)
 	}
-	addr, err := config.ParseAddress(opts.Addr)
+	rec, err := recordAt(cmd.Context(), f, opts.Addr, "is not provisioned (see sandboxer state list; run sandboxer apply first)")
 	if err != nil {
 		return err
-	}
-	rec, err := f.Store().Get(cmd.Context(), addr.String())
-	if err != nil {
-		return err
-	}
-	if rec == nil {
-		return fmt.Errorf("%s is not provisioned (see sandboxer state list; run sandboxer apply first)", addr)
 	}
 	return views.Env(f.IO.Out, f.IO.Err, rec, opts.Format)
 }

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/state"
 	"github.com/sandboxer/sandboxer/views"
 )
 
@@ -63,16 +65,9 @@ func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command 
 			if runF != nil {
 				return runF(opts)
 			}
-			addr, err := config.ParseAddress(opts.Addr)
+			rec, err := recordAt(cmd.Context(), f, opts.Addr, "is not in state (see sandboxer state list)")
 			if err != nil {
 				return err
-			}
-			rec, err := f.Store().Get(cmd.Context(), addr.String())
-			if err != nil {
-				return err
-			}
-			if rec == nil {
-				return fmt.Errorf("%s is not in state (see sandboxer state list)", addr)
 			}
 			views.RecordText(f.IO.Out, rec)
 			return nil
@@ -96,6 +91,23 @@ func newStateRmCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&opts.LockTimeout, "lock-timeout", 0, "wait this long for the state lock")
 	return cmd
+}
+
+// recordAt reads the state record of a user-given address; a missing one
+// is an error ending in notFound.
+func recordAt(ctx context.Context, f *Factory, addr, notFound string) (*state.Record, error) {
+	a, err := config.ParseAddress(addr)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := f.Store().Get(ctx, a.String())
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, fmt.Errorf("%s %s", a, notFound)
+	}
+	return rec, nil
 }
 
 func stateRmRun(cmd *cobra.Command, opts *StateOptions) error {
