@@ -53,7 +53,13 @@ func (p *Provider) pull(ctx context.Context, ref string) error {
 		return err
 	}
 	defer rc.Close()
-	return jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
+	out := p.PullProgress
+	if out == nil {
+		out = io.Discard
+	} else {
+		fmt.Fprintf(out, "Pulling %s...\n", ref)
+	}
+	return jsonmessage.DisplayJSONMessagesStream(rc, out, 0, false, nil)
 }
 
 // inspectImage returns the local image for a service, with an error in the

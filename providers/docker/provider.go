@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -39,6 +40,9 @@ type Provider struct {
 	// ProbeTimeout bounds each service's check in Probe. Zero means
 	// DefaultProbeTimeout.
 	ProbeTimeout time.Duration
+	// PullProgress, when set, receives Docker's pull progress (the same
+	// lines `docker pull` prints) while Check fetches a missing image.
+	PullProgress io.Writer
 
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.

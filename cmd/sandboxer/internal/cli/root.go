@@ -31,15 +31,16 @@ func Main() int {
 		Environ: os.Environ(),
 		Now:     time.Now,
 		Catalog: config.DefaultCatalog(),
-		NewProvider: func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error) {
-			// Not `return docker.New(…)`: a nil *Provider would become a
-			// non-nil apply.Provider, and closing it would panic.
-			p, err := docker.New(ctx, cfg, cat)
-			if err != nil {
-				return nil, err
-			}
-			return p, nil
-		},
+	}
+	f.NewProvider = func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error) {
+		// Not `return docker.New(…)`: a nil *Provider would become a
+		// non-nil apply.Provider, and closing it would panic.
+		p, err := docker.New(ctx, cfg, cat)
+		if err != nil {
+			return nil, err
+		}
+		p.PullProgress = f.IO.Err // stdout stays the plan
+		return p, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
