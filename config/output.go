@@ -39,19 +39,22 @@ func (l *loader) decodeOutputs(blocks hcl.Blocks) hcl.Diagnostics {
 		o := &Output{Name: name, DeclRange: b.DefRange}
 		content, more := b.Body.Content(outputBlockSchema)
 		diags = append(diags, more...)
-		if attr, ok := content.Attributes["value"]; ok {
-			o.Expr = attr.Expr
-			_, more := l.ev.eval(attr.Expr, static)
-			diags = append(diags, more...)
-		} else {
-			o.Expr = hcl.StaticExpr(cty.NullVal(cty.DynamicPseudoType), b.DefRange)
-		}
 		if attr, ok := content.Attributes["sensitive"]; ok {
 			v, more := l.ev.eval(attr.Expr, scope{locals: true})
 			diags = append(diags, more...)
 			bv, ok, more := typed(v, attr.Expr, cty.Bool, "sensitive")
 			diags = append(diags, more...)
 			o.Sensitive = ok && bv.True()
+		}
+		if attr, ok := content.Attributes["value"]; ok {
+			o.Expr = attr.Expr
+			v, more := l.ev.eval(attr.Expr, static)
+			diags = append(diags, more...)
+			if !more.HasErrors() {
+				diags = append(diags, checkSensitive(o, v)...)
+			}
+		} else {
+			o.Expr = hcl.StaticExpr(cty.NullVal(cty.DynamicPseudoType), b.DefRange)
 		}
 		if attr, ok := content.Attributes["description"]; ok {
 			v, more := l.ev.eval(attr.Expr, scope{locals: true})

@@ -35,7 +35,13 @@ func (c *Config) EvalOutputs(vals map[Address]map[string]map[string]string) (map
 		if more.HasErrors() {
 			continue
 		}
-		out[o.Name] = v
+		// Load could not see through on-demand instances (their keys are
+		// chosen at request time); the values can.
+		if sens := checkSensitive(o, v); sens.HasErrors() {
+			diags = append(diags, sens...)
+			continue
+		}
+		out[o.Name] = unmarked(v)
 	}
 	return out, dedupe(diags)
 }

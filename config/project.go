@@ -61,7 +61,8 @@ func (l *loader) decodeProjectBlock(b *hcl.Block) (p *Project, known bool, diags
 			services = append(services, it.Value)
 		}
 		p.Services = SortedUnique(services)
-		if ok && len(items) == 0 && !more.HasErrors() {
+		// null is how HCL says "not set", and services is required.
+		if (ok && len(items) == 0 || !ok && v.IsKnown() && v.IsNull()) && !more.HasErrors() {
 			diags = append(diags, errorDiag("Empty services list",
 				fmt.Sprintf("Project %q must opt in at least one service; known services: %s.", p.Name, strings.Join(l.cat.Services(), ", ")),
 				attr.Expr.Range()))

@@ -190,6 +190,9 @@ func (c *Config) instanceObject(addr Address, decl *Instance, vals map[Address]m
 			default:
 				av[a] = cty.NullVal(cty.String)
 			}
+			if secretAttribute(a) {
+				av[a] = av[a].Mark(sensitiveMark)
+			}
 		}
 		obj[svc] = cty.ObjectVal(av)
 	}

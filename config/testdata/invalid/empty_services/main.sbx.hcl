@@ -10,3 +10,7 @@ sandbox "s" {
   project  = project.q
   services = [] # ERROR: Empty services list
 }
+
+project "nulled" {
+  services = null # ERROR: Empty services list
+}

@@ -17,5 +17,6 @@ sandbox "svc" {
 }
 
 output "search_url" {
-  value = sandbox.svc["search"].redis.url
+  value     = sandbox.svc["search"].redis.url
+  sensitive = true
 }

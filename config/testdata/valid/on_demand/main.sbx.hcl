@@ -10,5 +10,6 @@ sandbox "agent" {
 }
 
 output "dev7_url" {
-  value = sandbox.agent["dev-7"].postgres.url
+  value     = sandbox.agent["dev-7"].postgres.url
+  sensitive = true
 }
