@@ -44,6 +44,18 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 			return nil, fmt.Errorf("--replace %s: no such sandbox instance in the configuration", a)
 		}
 	}
+	for _, a := range opts.Targets {
+		inConfig := slices.ContainsFunc(cfg.Instances, func(in *config.Instance) bool {
+			return targeted(in.Addr.String(), []config.Address{a})
+		})
+		inState := false
+		for addr := range snap.Records {
+			inState = inState || targeted(addr, []config.Address{a})
+		}
+		if !inConfig && !inState {
+			return nil, fmt.Errorf("--target %s: no such sandbox in the configuration or the state", a)
+		}
+	}
 	desired := make(map[string]*config.Instance, len(cfg.Instances))
 	for _, in := range cfg.Instances {
 		desired[in.Addr.String()] = in

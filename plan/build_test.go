@@ -228,6 +228,19 @@ func TestReplaceUnknownAddress(t *testing.T) {
 	}
 }
 
+func TestTargetUnknownAddress(t *testing.T) {
+	cfg := cfgOf(inst("sandbox.a", config.FeatureSet{"postgres": {}}, nil))
+	snap := snapOf(rec("sandbox.old", config.FeatureSet{"postgres": {}}))
+	for _, target := range []config.Address{{Name: "a"}, {Name: "old"}} {
+		if _, err := Build(cfg, snap, nil, Options{Targets: []config.Address{target}}); err != nil {
+			t.Errorf("--target %s: %v", target, err)
+		}
+	}
+	if _, err := Build(cfg, snap, nil, Options{Targets: []config.Address{{Name: "zzz"}}}); err == nil {
+		t.Error("want an error for --target of an instance neither declared nor recorded")
+	}
+}
+
 func TestSummaryAndHasChanges(t *testing.T) {
 	p := &Plan{Changes: []*Change{{Action: NoOp}, {Action: Create}, {Action: CreateThenDelete}, {Action: Delete}, {Action: NoOp}}}
 	if diff := cmp.Diff(Summary{Create: 1, Replace: 1, Delete: 1, Reuse: 2}, p.Summary()); diff != "" {

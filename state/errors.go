@@ -74,10 +74,10 @@ type StaleError struct {
 
 func (e *StaleError) Error() string {
 	if e.WantLineage != e.GotLineage {
-		return fmt.Sprintf("state file %s is a different state than the plan was made for (lineage %s, plan expects %s); plan again",
+		return fmt.Sprintf("state file %s is a different state than the plan was made for (lineage %s, plan expects %s)",
 			e.Path, orNone(e.GotLineage), orNone(e.WantLineage))
 	}
-	return fmt.Sprintf("state file %s changed since the plan was made (serial %d, plan expects %d); plan again",
+	return fmt.Sprintf("state file %s changed since the plan was made (serial %d, plan expects %d)",
 		e.Path, e.GotSerial, e.WantSerial)
 }
 

@@ -24,7 +24,7 @@ type JSONChange struct {
 	Index        *string       `json:"index"`
 	Project      string        `json:"project,omitempty"`
 	Change       JSONChangeSet `json:"change"`
-	ActionReason string        `json:"action_reason,omitempty"`
+	ActionReason string        `json:"action_reason"`
 }
 
 // JSONChangeSet carries the actions and the before/after shapes.
@@ -39,8 +39,14 @@ func NewJSONPlan(p *plan.Plan, version string) JSONPlan {
 	out := JSONPlan{FormatVersion: "1.0", SandboxerVersion: version,
 		ResourceChanges: []JSONChange{}, Summary: p.Summary()}
 	for _, ch := range p.Changes {
+		reason := ch.Reason
+		if reason == plan.ReasonNone {
+			// A destroy plan is a plan against an empty configuration, so
+			// tooling that expects a reason on every entry gets no_config.
+			reason = plan.ReasonNoConfig
+		}
 		jc := JSONChange{Address: ch.Addr.String(), Type: "sandbox", Name: ch.Addr.Name,
-			Project: ch.Project, ActionReason: string(ch.Reason),
+			Project: ch.Project, ActionReason: string(reason),
 			Change: JSONChangeSet{Actions: actions(ch.Action), Before: ch.Before, After: ch.After}}
 		if ch.Addr.HasKey {
 			k := ch.Addr.Key

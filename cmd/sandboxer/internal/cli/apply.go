@@ -77,6 +77,13 @@ func applyRun(cmd *cobra.Command, opts *ApplyOptions) error {
 
 func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	f := opts.f
+	// A saved plan already fixed variables, targets and replacements;
+	// accepting them here would suggest they changed something.
+	for _, name := range []string{"var", "var-file", "target", "replace", "refresh"} {
+		if cmd.Flags().Changed(name) {
+			return &ExitError{Code: 1, Err: usageError(cmd, fmt.Errorf("--%s cannot be used when applying a saved plan: it was fixed when the plan was made", name))}
+		}
+	}
 	file, err := readPlanFile(f, opts.PlanFile)
 	if err != nil {
 		return err

@@ -49,7 +49,12 @@ func fmtRun(opts *FmtOptions) error {
 			return err
 		}
 		sort.Strings(matches)
-		files = matches
+		for _, m := range matches {
+			// validate and plan read regular files only; so does fmt.
+			if info, err := os.Stat(m); err == nil && info.Mode().IsRegular() {
+				files = append(files, m)
+			}
+		}
 	}
 	var diags hcl.Diagnostics
 	sources := map[string]*hcl.File{}
