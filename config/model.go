@@ -120,7 +120,17 @@ type Input struct {
 	Vars []string
 	// VarFiles are --var-file paths in command-line order.
 	VarFiles []string
+	// Args are --var and --var-file together, in command-line order, as
+	// Terraform applies them (a later one wins). When set, Vars and
+	// VarFiles are ignored.
+	Args []VarArg
 	// Environ is the process environment (os.Environ form); SBX_VAR_name
 	// entries set variables.
 	Environ []string
+}
+
+// VarArg is one --var NAME=VALUE (File false) or --var-file PATH (File true).
+type VarArg struct {
+	File  bool
+	Value string
 }

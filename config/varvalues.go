@@ -18,8 +18,8 @@ const EnvVarPrefix = "SBX_VAR_"
 
 // assignVariables applies values over the defaults in Terraform's order of
 // precedence, lowest first: declaration defaults (already set), SBX_VAR_
-// environment variables, --var-file files in the order given, then --var
-// flags in the order given. A later source overrides an earlier one.
+// environment variables, then --var and --var-file in command-line order.
+// A later source overrides an earlier one.
 func (l *loader) assignVariables(decls map[string]*variableDecl) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, kv := range l.in.Environ {
@@ -35,10 +35,12 @@ func (l *loader) assignVariables(decls map[string]*variableDecl) hcl.Diagnostics
 			diags = append(diags, d.setRaw(raw, "the environment variable "+EnvVarPrefix+name)...)
 		}
 	}
-	for _, path := range l.in.VarFiles {
-		diags = append(diags, l.assignVarFile(path, decls)...)
-	}
-	for _, flag := range l.in.Vars {
+	for _, arg := range l.varArgs() {
+		if arg.File {
+			diags = append(diags, l.assignVarFile(arg.Value, decls)...)
+			continue
+		}
+		flag := arg.Value
 		name, raw, ok := strings.Cut(flag, "=")
 		if !ok || name == "" {
 			diags = append(diags, &hcl.Diagnostic{
@@ -60,6 +62,22 @@ func (l *loader) assignVariables(decls map[string]*variableDecl) hcl.Diagnostics
 		diags = append(diags, d.setRaw(raw, "--var")...)
 	}
 	return diags
+}
+
+// varArgs lists --var and --var-file in the order they apply: the
+// command line's own order when the caller kept it, else files first.
+func (l *loader) varArgs() []VarArg {
+	if len(l.in.Args) > 0 {
+		return l.in.Args
+	}
+	args := make([]VarArg, 0, len(l.in.VarFiles)+len(l.in.Vars))
+	for _, path := range l.in.VarFiles {
+		args = append(args, VarArg{File: true, Value: path})
+	}
+	for _, v := range l.in.Vars {
+		args = append(args, VarArg{Value: v})
+	}
+	return args
 }
 
 // assignVarFile applies one --var-file of name = value lines (HCL, or

@@ -9,24 +9,40 @@ import (
 )
 
 // VarOptions are the --var and --var-file flags shared by the commands that
-// evaluate configuration.
+// evaluate configuration, kept in command-line order: like Terraform, a
+// later flag wins whichever kind it is.
 type VarOptions struct {
-	Vars     []string
-	VarFiles []string
+	Args []config.VarArg
 }
 
 func (v *VarOptions) bind(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&v.Vars, "var", nil, "set a variable: `NAME=VALUE` (repeatable)")
-	fs.StringArrayVar(&v.VarFiles, "var-file", nil, "read variables from an HCL `FILE` (repeatable)")
+	fs.Var(orderedVar{into: &v.Args}, "var", "set a variable: `NAME=VALUE` (repeatable)")
+	fs.Var(orderedVar{into: &v.Args, file: true}, "var-file", "read variables from an HCL `FILE` (repeatable)")
+}
+
+// orderedVar appends each use of its flag to one shared, ordered list.
+type orderedVar struct {
+	into *[]config.VarArg
+	file bool
+}
+
+func (o orderedVar) String() string { return "" }
+func (o orderedVar) Type() string   { return "stringArray" }
+func (o orderedVar) Set(s string) error {
+	*o.into = append(*o.into, config.VarArg{File: o.file, Value: s})
+	return nil
 }
 
 // input resolves var files against the configuration directory.
 func (v VarOptions) input(f *Factory) config.Input {
-	files := make([]string, len(v.VarFiles))
-	for i, p := range v.VarFiles {
-		files[i] = f.Path(p)
+	args := make([]config.VarArg, len(v.Args))
+	for i, a := range v.Args {
+		if a.File {
+			a.Value = f.Path(a.Value)
+		}
+		args[i] = a
 	}
-	return config.Input{Vars: v.Vars, VarFiles: files, Environ: f.Environ}
+	return config.Input{Args: args, Environ: f.Environ}
 }
 
 // loadConfig decodes the configuration directory. On error it renders the
