@@ -38,6 +38,9 @@ func ParseAddress(s string) (Address, error) {
 			return Address{}, fmt.Errorf("invalid address %q: unterminated index", s)
 		}
 		name, key, hasKey = rest[:i], rest[i+1:len(rest)-1], true
+		if strings.HasPrefix(key, "'") {
+			return Address{}, fmt.Errorf("invalid address %q: quote the key with double quotes, as in sandbox.NAME[\"KEY\"]", s)
+		}
 		if strings.HasPrefix(key, `"`) {
 			unq, err := strconv.Unquote(key)
 			if err != nil {

@@ -69,7 +69,7 @@ func TestEvalOutputs(t *testing.T) {
 	want := map[string]cty.Value{
 		"ci_url":        cty.StringVal("postgres://u:pw@ci:5432/db?sslmode=disable"),
 		"fleet_a_redis": cty.StringVal("a"),
-		"fleet_ports":   cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("5432"), "b": cty.StringVal("5432")}),
+		"fleet_ports":   cty.ObjectVal(map[string]cty.Value{"a": cty.NumberIntVal(5432), "b": cty.NumberIntVal(5432)}),
 		"agent_dev7":    cty.StringVal("u"),
 		"redis_db":      cty.NullVal(cty.String),
 		"constant":      cty.StringVal("P"),

@@ -182,13 +182,23 @@ func (c *Config) instanceObject(addr Address, decl *Instance, vals map[Address]m
 	for svc, attrs := range services {
 		av := make(map[string]cty.Value, len(names))
 		for _, a := range names {
+			ty := cty.String
+			if a == "port" {
+				ty = cty.Number // a port is a number, as Terraform users expect
+			}
 			switch v, ok := attrs[a]; {
 			case vals == nil:
-				av[a] = cty.UnknownVal(cty.String)
+				av[a] = cty.UnknownVal(ty)
+			case ok && ty == cty.Number:
+				n, err := cty.ParseNumberVal(v)
+				if err != nil {
+					n = cty.NullVal(cty.Number)
+				}
+				av[a] = n
 			case ok:
 				av[a] = cty.StringVal(v)
 			default:
-				av[a] = cty.NullVal(cty.String)
+				av[a] = cty.NullVal(ty)
 			}
 			if secretAttribute(a) {
 				av[a] = av[a].Mark(sensitiveMark)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/sandboxer/sandboxer/cmd/sandboxer/internal/cli"
@@ -16,10 +17,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The redischeck command expects refused dials; go-redis would log each.
+	redis.SetLogger(quietRedis{})
 	testscript.Main(m, map[string]func(){
 		"sandboxer": func() { os.Exit(cli.Main()) },
 	})
 }
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // TestScripts runs the end-to-end CLI scenarios in testdata/script.
 // SANDBOXER_UPDATE_GOLDEN=1 rewrites `cmp stdout` golden files in place.

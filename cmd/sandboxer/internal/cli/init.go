@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/config"
 )
 
 // InitOptions are the flags of `sandboxer init`.
@@ -57,7 +59,16 @@ func newInitCmd(f *Factory, runF func(*InitOptions) error) *cobra.Command {
 }
 
 func initRun(opts *InitOptions) error {
-	path := filepath.Join(opts.f.Dir(), "main.sbx.hcl")
+	dir := opts.f.Dir()
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return fmt.Errorf("init: %s is not a directory", dir)
+	}
+	// A second starter next to an existing configuration would declare the
+	// same project twice.
+	if existing, _ := filepath.Glob(filepath.Join(dir, "*"+config.FileSuffix)); len(existing) > 0 {
+		return fmt.Errorf("%s already holds a configuration (%s); init never adds to one", dir, filepath.Base(existing[0]))
+	}
+	path := filepath.Join(dir, "main.sbx.hcl")
 	// O_EXCL makes "refuses to overwrite" hold even against a racing init.
 	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {

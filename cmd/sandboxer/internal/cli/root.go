@@ -89,7 +89,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		Short:         "Plan, apply and destroy disposable PostgreSQL and Redis sandboxes declared in HCL",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       Version,
 	}
+	root.SetVersionTemplate("sandboxer v{{.Version}}\n")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.Err)
