@@ -132,6 +132,6 @@ func stateRmRun(cmd *cobra.Command, opts *StateOptions) error {
 	if err := store.Delete(cmd.Context(), addr.String()); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.Out, "Removed %s from state. Its containers were left running; sandboxer reap removes orphans.\n", addr)
+	fmt.Fprintf(f.IO.Out, "Removed %s from state. Its containers were left running as orphans: sandboxer reap, or a new sandbox at this address, removes them.\n", addr)
 	return nil
 }
