@@ -93,6 +93,13 @@ func parseTarget(address, key string) (config.Address, error) {
 // block is NotFound unless allowGone (release may give back an instance
 // whose block was since removed).
 func (b *Broker) resolve(address, key string, allowGone bool) (target, error) {
+	// A declared, non-on-demand block is the more useful thing to say than
+	// a missing key.
+	if pa, err := config.ParseAddress(strings.TrimSpace(address)); err == nil {
+		if sb, ok := b.Config.Sandboxes[pa.Name]; ok && !sb.OnDemand {
+			return target{}, notOnDemand(pa.Name)
+		}
+	}
 	a, err := parseTarget(address, key)
 	if err != nil {
 		return target{}, err
@@ -104,9 +111,13 @@ func (b *Broker) resolve(address, key string, allowGone bool) (target, error) {
 	case !ok:
 		return target{}, refuse(NotFound, "no sandbox block %q in the configuration%s", a.Name, b.onDemandBlocks())
 	case !sb.OnDemand:
-		return target{}, refuse(Invalid, "sandbox.%s is not an on-demand block (it has no on_demand = true); its instances are managed by plan and apply", a.Name)
+		return target{}, notOnDemand(a.Name)
 	}
 	return target{addr: a, block: sb}, nil
+}
+
+func notOnDemand(name string) error {
+	return refuse(Invalid, "sandbox.%s is not an on-demand block (it has no on_demand = true); its instances are managed by plan and apply", name)
 }
 
 func (b *Broker) onDemandBlocks() string {

@@ -160,6 +160,7 @@ func TestRequestRefusals(t *testing.T) {
 		{"bad address", Request{Address: "agent", Key: "k"}, Invalid, `must start with "sandbox."`},
 		{"unknown block", Request{Address: "sandbox.nope", Key: "k"}, NotFound, `no sandbox block "nope" in the configuration; on-demand blocks: sandbox.agent, sandbox.kv`},
 		{"declared block", Request{Address: "sandbox.dev", Key: "k"}, Invalid, `not an on-demand block`},
+		{"declared block without a key", Request{Address: "sandbox.dev"}, Invalid, `not an on-demand block`},
 		{"unallowed feature", Request{Address: "sandbox.agent", Key: "keep", Extensions: map[string][]string{"postgres": {"plpython3u"}}}, NotAllowed, `allowed: btree_gin, btree_gist, citext`},
 		{"unknown service", Request{Address: "sandbox.agent", Key: "keep", Extensions: map[string][]string{"mysql": nil}}, NotAllowed, `unknown service "mysql"; known services: postgres, redis`},
 		{"service not opted in", Request{Address: "sandbox.kv", Key: "k", Extensions: map[string][]string{"postgres": {"vector"}}}, NotAllowed, `project "cache" does not opt in "postgres" (it opts in: redis)`},
