@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/views"
 )
 
@@ -117,7 +118,17 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	return nil
+	// Outputs come from the configuration the plan was made from.
+	sources := make(map[string][]byte, len(file.Sources))
+	for name, src := range file.Sources {
+		sources[name] = []byte(src)
+	}
+	cfg, diags := config.LoadSources(f.Dir(), sources, config.Input{Environ: f.Environ}, f.Catalog)
+	if diags.HasErrors() {
+		fmt.Fprintln(f.IO.Out, "\nOutputs are not shown: the saved configuration needs its variables again; run sandboxer output.")
+		return nil
+	}
+	return printOutputs(cmd, f, &planned{cfg: cfg, store: store})
 }
 
 func printApplyResult(f *Factory, res apply.Result, err error) {
