@@ -71,13 +71,13 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 			if in.OnDemand || !targeted(addr, opts.Targets) {
 				continue
 			}
-			p.Changes = append(p.Changes, decide(in, snap.Records[addr], obs, opts))
+			p.Changes = append(p.Changes, Decide(in, snap.Records[addr], obs, opts))
 		}
 		for addr, rec := range snap.Records {
 			if !targeted(addr, opts.Targets) {
 				continue
 			}
-			if c := decideOrphan(cfg, desired[addr], rec, opts.Now); c != nil {
+			if c := decideOrphan(cfg, desired, rec, opts.Now); c != nil {
 				p.Changes = append(p.Changes, c)
 			}
 		}
@@ -88,8 +88,12 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 	return p, nil
 }
 
-// decide applies the cache rule (SPEC §3) to one declared instance.
-func decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) *Change {
+// Decide applies the cache rule (SPEC §3) to one instance. Build calls it
+// for every declared instance, and the on-demand path (`sandboxer request`,
+// the HTTP API) for one keyed instance at a time, so the rule is written
+// once. rec is the cached record (nil when none); obs may say it is dead.
+// Like Build it is pure.
+func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) *Change {
 	c := &Change{Addr: in.Addr, Project: in.Project, Requested: in.Features, TTL: in.TTL}
 	if rec == nil {
 		c.Action, c.Reason = Create, ReasonNew
@@ -115,7 +119,7 @@ func decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 	switch {
 	case len(opts.Replace) > 0 && targeted(in.Addr.String(), opts.Replace):
 		return replaceWith(ReasonReplaceByRequest)
-	case expired(rec, opts.Now):
+	case Expired(rec, opts.Now):
 		return replaceWith(ReasonExpired)
 	}
 	if missing := missingServices(cached.Services, in.Services); len(missing) > 0 {
@@ -134,8 +138,8 @@ func decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 
 // decideOrphan plans a state record whose declared instance is gone or
 // which is an on-demand instance (those are never planned by decide).
-func decideOrphan(cfg *config.Config, in *config.Instance, rec *state.Record, now time.Time) *Change {
-	if in != nil && !in.OnDemand {
+func decideOrphan(cfg *config.Config, desired map[string]*config.Instance, rec *state.Record, now time.Time) *Change {
+	if in := desired[rec.Address]; in != nil && !in.OnDemand {
 		return nil // decide handled it
 	}
 	addr, err := config.ParseAddress(rec.Address)
@@ -146,13 +150,13 @@ func decideOrphan(cfg *config.Config, in *config.Instance, rec *state.Record, no
 	if !declared || !block.OnDemand || !addr.HasKey {
 		return deleteChange(rec, ReasonNoConfig)
 	}
-	if expired(rec, now) {
+	if Expired(rec, now) {
 		return deleteChange(rec, ReasonExpired)
 	}
 	cached := recordSandbox(rec)
 	c := &Change{Addr: addr, Project: rec.Project, Action: NoOp, Reason: ReasonCachedSuperset,
 		Before: cached, After: cached, PriorGeneration: rec.Generation}
-	if tmpl, ok := cfg.Instance(addr.Block()); ok {
+	if tmpl, ok := desired[addr.Block().String()]; ok {
 		c.Requested = tmpl.Features // what the block asks of every instance
 	}
 	return c
@@ -176,7 +180,8 @@ func recordSandbox(rec *state.Record) *Sandbox {
 	return &Sandbox{Services: fs.Services(), Features: fs}
 }
 
-func expired(rec *state.Record, now time.Time) bool {
+// Expired reports whether a record's TTL has run out at now.
+func Expired(rec *state.Record, now time.Time) bool {
 	return !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt)
 }
 
