@@ -119,7 +119,7 @@ add_user_hook() { # name uid home shell
 build_base_postgres() {
   local tar="$WORK/postgres-rootfs.tar"
   debootstrap_tar trixie "$tar" \
-    --include=postgresql-17,postgresql-17-pgvector,postgresql-17-postgis-3,locales \
+    --include=postgresql-17,postgresql-17-pgvector,postgresql-17-postgis-3,postgresql-17-timescaledb,locales \
     --setup-hook='mkdir -p "$1/etc/postgresql-common/createcluster.d"' \
     --setup-hook='echo "create_main_cluster = false" >"$1/etc/postgresql-common/createcluster.d/no-main-cluster.conf"' \
     --essential-hook="$(add_user_hook postgres 999 /var/lib/postgresql /bin/bash)" \
