@@ -5,7 +5,6 @@ import (
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // Result is what a request returns: SPEC §8's JSON object. Env carries the
@@ -34,7 +33,7 @@ func NewResult(rec *state.Record, reused bool) *Result {
 		Services:            config.SortedUnique(rec.Services),
 		Features:            config.FeatureSet(rec.Features).Only(rec.Services).Normalize(),
 		AvailableExtensions: rec.AvailableExtensions,
-		Env:                 views.EnvMap(rec),
+		Env:                 rec.EnvMap(""),
 		Record:              rec,
 	}
 	if r.AvailableExtensions == nil {
