@@ -14,7 +14,7 @@ func TestFrameworkSettingsPerInstance(t *testing.T) {
 	}
 	type got struct{ Database, DatabaseName, EnvPrefix string }
 	want := map[string]got{
-		`sandbox.agent`:       {"", "shop_test", "ROBOCO_TEST_"},
+		`sandbox.agent`:       {"shop_test", "shop_test", "ROBOCO_TEST_"}, // the project's
 		`sandbox.django`:      {"django_app", "django_app", "ROBOCO_TEST_"},
 		`sandbox.matrix["a"]`: {"test_a", "test_a", "M_A_"},
 		`sandbox.matrix["b"]`: {"test_b", "test_b", "M_B_"},
