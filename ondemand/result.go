@@ -20,12 +20,15 @@ type Result struct {
 	// ExpiresAt is null for an instance without a ttl.
 	ExpiresAt *time.Time `json:"expires_at"`
 
-	// Record is the state record, for renderers (shell exports).
+	// Record is the state record, for renderers (shell exports), and
+	// Prefix the one Env's names start with ("" for SANDBOXER_).
 	Record *state.Record `json:"-"`
+	Prefix string        `json:"-"`
 }
 
-// NewResult describes rec.
-func NewResult(rec *state.Record, reused bool) *Result {
+// NewResult describes rec, its variables named with prefix ("" for
+// SANDBOXER_).
+func NewResult(rec *state.Record, reused bool, prefix string) *Result {
 	r := &Result{
 		Address:             rec.Address,
 		Reused:              reused,
@@ -33,8 +36,9 @@ func NewResult(rec *state.Record, reused bool) *Result {
 		Services:            config.SortedUnique(rec.Services),
 		Features:            config.FeatureSet(rec.Features).Only(rec.Services).Normalize(),
 		AvailableExtensions: rec.AvailableExtensions,
-		Env:                 rec.EnvMap(""),
+		Env:                 rec.EnvMap(prefix),
 		Record:              rec,
+		Prefix:              prefix,
 	}
 	if r.AvailableExtensions == nil {
 		r.AvailableExtensions = map[string][]string{}
