@@ -18,6 +18,11 @@ type requestBody struct {
 	Key        string              `json:"key"`
 	Extensions map[string][]string `json:"extensions"`
 	TTL        string              `json:"ttl"`
+	// Profile names a profile of the block's project; Prefix starts the
+	// names in the response's env (default: the block's env_prefix, else
+	// SANDBOXER_).
+	Profile string `json:"profile"`
+	Prefix  string `json:"prefix"`
 }
 
 type releaseBody struct {
@@ -44,7 +49,8 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.callContext(r)
 	defer cancel()
 	res, err := s.broker.Request(ctx, ondemand.Request{
-		Address: body.Address, Key: body.Key, Extensions: body.Extensions, TTL: body.TTL})
+		Address: body.Address, Key: body.Key, Extensions: body.Extensions, TTL: body.TTL,
+		Profile: body.Profile, Prefix: body.Prefix})
 	if err != nil {
 		s.fail(w, err)
 		return
