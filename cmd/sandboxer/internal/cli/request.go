@@ -38,7 +38,8 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 		Example: "  sandboxer request sandbox.agent --key dev-7 --extensions postgres=vector --ttl 2h --json\n" +
 			"  sandboxer request sandbox.agent --key rag-1 --profile rag --prefix ROBOCO_TEST_\n" +
 			"  sandboxer request 'sandbox.agent[\"dev-7\"]'",
-		Args: rangeArgs(1, 1),
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrOnDemand),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {
