@@ -6,7 +6,6 @@ import (
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // Result is what a request returns: SPEC §8's JSON object (the API's
@@ -15,12 +14,15 @@ import (
 type Result struct {
 	api.Sandbox
 
-	// Record is the state record, for renderers (shell exports).
+	// Record is the state record, for renderers (shell exports), and
+	// Prefix the one Env's names start with ("" for SANDBOXER_).
 	Record *state.Record `json:"-"`
+	Prefix string        `json:"-"`
 }
 
-// NewResult describes rec.
-func NewResult(rec *state.Record, reused bool) *Result {
+// NewResult describes rec, its variables named with prefix ("" for
+// SANDBOXER_).
+func NewResult(rec *state.Record, reused bool, prefix string) *Result {
 	r := &Result{Sandbox: api.Sandbox{
 		Address:             rec.Address,
 		Reused:              reused,
@@ -28,8 +30,8 @@ func NewResult(rec *state.Record, reused bool) *Result {
 		Services:            config.SortedUnique(rec.Services),
 		Features:            config.FeatureSet(rec.Features).Only(rec.Services).Normalize(),
 		AvailableExtensions: rec.AvailableExtensions,
-		Env:                 views.EnvMap(rec),
-	}, Record: rec}
+		Env:                 rec.EnvMap(prefix),
+	}, Record: rec, Prefix: prefix}
 	if r.AvailableExtensions == nil {
 		r.AvailableExtensions = map[string][]string{}
 	}
