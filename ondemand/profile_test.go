@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
 )
 
@@ -41,9 +42,9 @@ func TestRequestProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Result{Address: `sandbox.agent["k"]`, Generation: 1,
+	want := &Result{Sandbox: api.Sandbox{Address: `sandbox.agent["k"]`, Generation: 1,
 		Services: []string{"postgres", "redis"},
-		Features: config.FeatureSet{"postgres": {"pg_trgm", "vector"}, "redis": {"search"}}}
+		Features: config.FeatureSet{"postgres": {"pg_trgm", "vector"}, "redis": {"search"}}}}
 	if d := cmp.Diff(want, r, cmpResult); d != "" {
 		t.Errorf("rag request (-want +got):\n%s", d)
 	}
