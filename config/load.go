@@ -124,6 +124,10 @@ func newConfig(dir string) *Config {
 	}
 }
 
+// ReadSources reads the configuration files directly in dir, keyed by base
+// name, without decoding them (a saved plan compares them with its own).
+func ReadSources(dir string) (map[string][]byte, hcl.Diagnostics) { return readDir(dir) }
+
 // readDir reads the configuration files directly in dir, keyed by base name.
 func readDir(dir string) (map[string][]byte, hcl.Diagnostics) {
 	entries, err := os.ReadDir(dir)

@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/views"
 )
 
@@ -89,6 +92,9 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkConfigUnchanged(f, opts.PlanFile, file); err != nil {
+		return err
+	}
 	store := f.Store()
 	unlock, err := store.Lock(cmd.Context(), "apply", opts.Planning.LockTimeout)
 	if err != nil {
@@ -129,6 +135,43 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 		return nil
 	}
 	return printOutputs(cmd, f, &planned{cfg: cfg, store: store})
+}
+
+// checkConfigUnchanged refuses a saved plan whose configuration files
+// differ from those in the configuration directory now: the plan would
+// carry out decisions the current configuration no longer makes, and its
+// outputs would come from files that are no longer there.
+func checkConfigUnchanged(f *Factory, name string, file *plan.File) error {
+	current, diags := config.ReadSources(f.Dir())
+	if diags.HasErrors() {
+		renderDiags(f, nil, diags)
+		return errReported
+	}
+	if plan.SourcesDigest(current) == file.ConfigDigest {
+		return nil
+	}
+	var changed []string
+	for n, src := range current {
+		if saved, ok := file.Sources[n]; !ok || saved != string(src) {
+			changed = append(changed, n)
+		}
+	}
+	for n := range file.Sources {
+		if _, ok := current[n]; !ok {
+			changed = append(changed, n+" (removed)")
+		}
+	}
+	sort.Strings(changed)
+	return fmt.Errorf("saved plan %s was made from another configuration than the one in %s now (changed: %s); nothing was changed, run sandboxer plan again",
+		name, displayDirName(f.Dir()), strings.Join(changed, ", "))
+}
+
+// displayDirName names a configuration directory in messages.
+func displayDirName(dir string) string {
+	if dir == "" || dir == "." {
+		return "the current directory"
+	}
+	return dir
 }
 
 func printApplyResult(f *Factory, res apply.Result, err error) {

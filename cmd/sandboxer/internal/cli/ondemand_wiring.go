@@ -25,9 +25,14 @@ type OnDemandOptions struct {
 	WebhookURL  string
 }
 
+// bind adds the shared flags; lockTimeout > 0 adds --lock-timeout with
+// that default. reap passes 0: it never waits for a lock (it skips what
+// another command holds), so a wait flag would do nothing.
 func (o *OnDemandOptions) bind(fs *pflag.FlagSet, lockTimeout time.Duration) {
 	o.Vars.bind(fs)
-	fs.DurationVar(&o.LockTimeout, "lock-timeout", lockTimeout, "how long to wait for another command working on the same sandbox")
+	if lockTimeout > 0 {
+		fs.DurationVar(&o.LockTimeout, "lock-timeout", lockTimeout, "how long to wait for another command working on the same sandbox")
+	}
 	fs.StringVar(&o.EventsFile, "events-file", "", "append lifecycle events as JSON lines to `FILE` (also SANDBOXER_EVENTS_FILE)")
 	fs.StringVar(&o.WebhookURL, "webhook-url", "", "also POST each event to `URL`, in the background (also SANDBOXER_WEBHOOK_URL)")
 }
