@@ -120,7 +120,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		writeError(w, statusOf[code], code, re.Msg, re.Allowed)
 		return
 	}
-	s.log.Printf("error: %v", err)
+	s.log.Error("call failed", "error", err.Error())
 	if errors.Is(err, apply.ErrEngine) {
 		writeError(w, http.StatusServiceUnavailable, api.CodeEngineUnreachable, err.Error(), nil)
 		return

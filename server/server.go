@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log"
+	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -34,23 +32,24 @@ const MaxBody = api.MaxBody
 type Server struct {
 	broker Broker
 	token  [32]byte // SHA-256 of the bearer token
-	log    *log.Logger
+	log    *slog.Logger
 	mux    *http.ServeMux
 	base   context.Context
 }
 
 // New returns the API handler. token must not be empty. logger gets one
-// line per call (method, path, status, duration, address), never a body.
+// record per call (method, path, status, duration, address), never a body
+// or a credential; nil discards them.
 // base bounds every broker call instead of the client's connection: a
 // client that hangs up mid-provision does not abort it (its retry then
 // finds the cache hit), while cancelling base (a second SIGTERM) does.
 // A nil base never ends.
-func New(b Broker, token string, logger *log.Logger, base context.Context) (*Server, error) {
+func New(b Broker, token string, logger *slog.Logger, base context.Context) (*Server, error) {
 	if strings.TrimSpace(token) == "" {
 		return nil, errors.New("no API token: set SANDBOXER_API_TOKEN or --token-file")
 	}
 	if logger == nil {
-		logger = log.New(io.Discard, "", 0)
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if base == nil {
 		base = context.Background()
@@ -73,12 +72,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			s.log.Printf("%s %s: internal error: %v", r.Method, r.URL.Path, p)
+			s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
 			if !rw.wrote {
 				writeError(rw, http.StatusInternalServerError, api.CodeInternal, "internal error", nil)
 			}
 		}
-		s.log.Printf("%s %s %d %s%s", r.Method, r.URL.Path, rw.status, time.Since(start).Round(time.Microsecond), rw.addr)
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rw.status, "duration", time.Since(start).Round(time.Microsecond)}
+		if rw.addr != "" {
+			attrs = append(attrs, "address", rw.addr)
+		}
+		s.log.Info("call", attrs...)
 	}()
 	// Unknown paths and methods answer in JSON too.
 	if _, pattern := s.mux.Handler(r); pattern == "" {
@@ -134,17 +137,14 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
-// noteAddr puts the address into the log line, quoted when it holds
-// anything but plain printable characters (it comes from the client).
+// noteAddr puts the address into the log record, cut short (it comes
+// from the client; the log handler quotes what needs quoting).
 func noteAddr(w http.ResponseWriter, addr string) {
 	if len(addr) > 200 {
 		addr = addr[:200] + "…"
 	}
-	if strings.IndexFunc(addr, func(r rune) bool { return r < 0x21 || r == 0x7f }) >= 0 {
-		addr = strconv.Quote(addr)
-	}
 	if r, ok := w.(*recorder); ok && addr != "" {
-		r.addr = " " + addr
+		r.addr = addr
 	}
 }
 

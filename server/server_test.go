@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -128,7 +128,7 @@ func TestAPI(t *testing.T) {
 	if strings.Contains(logs.String(), "pw") || strings.Contains(logs.String(), "t0ken") || strings.Contains(logs.String(), "goroutine ") {
 		t.Errorf("logs leak: %s", logs.String())
 	}
-	if !strings.Contains(logs.String(), `POST /v1/request 200`) {
+	if !strings.Contains(logs.String(), `msg=call method=POST path=/v1/request status=200`) {
 		t.Errorf("no access log line: %s", logs.String())
 	}
 }
@@ -141,7 +141,7 @@ func TestNewRefusesEmptyToken(t *testing.T) {
 	}
 }
 
-func newLogger(w *strings.Builder) *log.Logger { return log.New(w, "", 0) }
+func newLogger(w *strings.Builder) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
 
 // slowBroker reports whether its call's context ended during a request.
 type slowBroker struct {

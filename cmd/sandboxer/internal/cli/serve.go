@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +27,7 @@ type ServeOptions struct {
 	AddrFile        string
 	ReapInterval    time.Duration
 	ShutdownTimeout time.Duration
+	LogFormat       string
 }
 
 func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
@@ -41,7 +42,13 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 			"reap every --reap-interval. SIGTERM or Ctrl-C stops accepting calls and waits\n" +
 			"for those in flight (a second one abandons them). GET /v1/sandboxes lists the\n" +
 			"on-demand instances, without credentials. The configuration is read once, at\n" +
-			"start: restart serve after changing it.",
+			"start: restart serve after changing it.\n\n" +
+			"Logs go to stderr through log/slog, one record per call (method, path,\n" +
+			"status, duration, address; never a body or a credential), as logfmt text or,\n" +
+			"with --log-format json, JSON lines.",
+		Example: "  SANDBOXER_API_TOKEN=$(openssl rand -hex 16) sandboxer serve --listen 127.0.0.1:8080\n" +
+			"  sandboxer serve --token-file token.txt --listen 127.0.0.1:0 --addr-file addr.txt --log-format json\n" +
+			"  curl -H \"Authorization: Bearer $SANDBOXER_API_TOKEN\" -d '{\"address\":\"sandbox.agent\",\"key\":\"dev-7\",\"profile\":\"rag\",\"prefix\":\"ROBOCO_TEST_\"}' http://127.0.0.1:8080/v1/request",
 		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -57,6 +64,7 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	fs.StringVar(&opts.AddrFile, "addr-file", "", "write the address actually listened on to `FILE` once ready")
 	fs.DurationVar(&opts.ReapInterval, "reap-interval", time.Minute, "how often the janitor reaps (0 turns it off)")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "how long shutdown waits for calls in flight")
+	fs.StringVar(&opts.LogFormat, "log-format", "text", "log records as `text` (logfmt) or json")
 	return cmd
 }
 
@@ -81,6 +89,9 @@ func apiToken(f *Factory, file string) (string, error) {
 
 func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	f := opts.f
+	if opts.LogFormat != "text" && opts.LogFormat != "json" {
+		return fmt.Errorf("--log-format %q: must be text or json", opts.LogFormat)
+	}
 	token, err := apiToken(f, opts.TokenFile)
 	if err != nil {
 		return err
@@ -97,7 +108,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if err := s.lib.Connect(ctx); err != nil {
 		return err
 	}
-	logger := log.New(f.IO.Err, "sandboxer serve: ", log.LstdFlags|log.LUTC)
+	logger := serveLogger(f, opts.LogFormat)
 	api, err := server.New(s.broker(), token, logger, f.hard)
 	if err != nil {
 		return err
@@ -111,7 +122,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          logger,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		// Calls run on the hard context: the first signal stops accepting
 		// new calls, but a provision in flight finishes (or rolls back
 		// on the second signal).
@@ -125,7 +136,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 			return fmt.Errorf("write --addr-file: %w", err)
 		}
 	}
-	logger.Printf("listening on http://%s (state %s)", ln.Addr(), s.lib.StatePath())
+	logger.Info(fmt.Sprintf("listening on http://%s", ln.Addr()), "addr", ln.Addr().String(), "state", s.lib.StatePath())
 
 	stopJanitor := make(chan struct{})
 	var janitor sync.WaitGroup
@@ -144,7 +155,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Printf("shutting down: no new calls; waiting up to %s for calls in flight", opts.ShutdownTimeout)
+	logger.Info("shutting down: no new calls; waiting for calls in flight", "timeout", opts.ShutdownTimeout)
 	close(stopJanitor)
 	sctx, cancel := context.WithTimeout(f.hard, opts.ShutdownTimeout)
 	defer cancel()
@@ -153,13 +164,21 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	logger.Printf("stopped")
+	logger.Info("stopped")
 	return nil
+}
+
+// serveLogger writes slog records to stderr, text or JSON.
+func serveLogger(f *Factory, format string) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(f.IO.Err, nil))
+	}
+	return slog.New(slog.NewTextHandler(f.IO.Err, nil))
 }
 
 // runJanitor reaps every interval until stop closes; a pass in progress
 // finishes first.
-func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper, logger *log.Logger) {
+func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -172,11 +191,10 @@ func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, 
 		}
 		rep, err := r.Reap(ctx)
 		if err != nil {
-			logger.Printf("reap: %v", err)
+			logger.Error("reap failed", "error", err.Error())
 		}
 		if rep != nil && (len(rep.Expired) > 0 || len(rep.Orphans) > 0) {
-			logger.Printf("reap: %d expired sandbox(es) destroyed, %d orphaned resource(s) removed, %d skipped",
-				len(rep.Expired), len(rep.Orphans), len(rep.Skipped))
+			logger.Info("reap", "expired", len(rep.Expired), "orphans", len(rep.Orphans), "skipped", len(rep.Skipped))
 		}
 	}
 }
