@@ -27,7 +27,18 @@ func newApplyCmd(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply [PLANFILE]",
 		Short: "Create, replace and destroy sandboxes to match the configuration",
-		Args:  rangeArgs(0, 1),
+		Long: "Without PLANFILE: refresh, plan and show the plan as sandboxer plan does, ask for\n" +
+			"\"yes\" (unless --auto-approve), then carry it out: new sandboxes first, a\n" +
+			"replacement ready before the one it replaces is removed, at most\n" +
+			"--parallelism at once. With PLANFILE (from plan --out): carry out exactly\n" +
+			"that plan; it is refused if the state or the configuration files changed\n" +
+			"since it was made. Outputs are printed at the end, sensitive ones hidden.\n" +
+			"For machine-readable results use plan --json / show --json with a saved plan,\n" +
+			"then state list --json.",
+		Example: "  sandboxer apply\n" +
+			"  sandboxer apply --auto-approve --var ttl=2h\n" +
+			"  sandboxer plan --out ci.plan && sandboxer apply ci.plan",
+		Args: rangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.PlanFile = args[0]

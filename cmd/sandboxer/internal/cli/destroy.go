@@ -20,7 +20,12 @@ func newDestroyCmd(f *Factory, runF func(*DestroyOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "destroy",
 		Short: "Remove sandboxes and everything they created",
-		Args:  rangeArgs(0, 0),
+		Long: "Plan the removal of every sandbox in state (or only --target ones), show it,\n" +
+			"ask for \"yes\" unless --auto-approve, then remove their containers and\n" +
+			"networks and forget them. On-demand instances are removed too.",
+		Example: "  sandboxer destroy\n" +
+			"  sandboxer destroy --auto-approve --target sandbox.ci",
+		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkParallelism(cmd, opts.Planning.Parallelism); err != nil {
 				return err

@@ -17,6 +17,7 @@ type EnvOptions struct {
 	// Prefix starts the names; "" takes the configuration's env_prefix
 	// for the instance, else SANDBOXER_.
 	Prefix string
+	JSON   bool
 	Vars   VarOptions
 }
 
@@ -44,6 +45,7 @@ func newEnvCmd(f *Factory, runF func(*EnvOptions) error) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&opts.Format, "format", "shell", "shell, dotenv, json or github")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "the same as --format json")
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "start variable names with `PREFIX` (default: the configuration's env_prefix, else SANDBOXER_)")
 	opts.Vars.bind(cmd.Flags())
 	return cmd
@@ -51,6 +53,12 @@ func newEnvCmd(f *Factory, runF func(*EnvOptions) error) *cobra.Command {
 
 func envRun(cmd *cobra.Command, opts *EnvOptions) error {
 	f := opts.f
+	if opts.JSON {
+		if cmd.Flags().Changed("format") && opts.Format != "json" {
+			return fmt.Errorf("--json and --format %s disagree: give one", opts.Format)
+		}
+		opts.Format = "json"
+	}
 	switch opts.Format {
 	case "shell", "dotenv", "json", "github":
 	default:

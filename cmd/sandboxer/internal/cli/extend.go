@@ -24,8 +24,13 @@ type ExtendOptions struct {
 func newExtendCmd(f *Factory, runF func(*ExtendOptions) error) *cobra.Command {
 	opts := &ExtendOptions{f: f}
 	cmd := &cobra.Command{
-		Use:               "extend ADDR --ttl D",
-		Short:             "Keep an on-demand sandbox instance longer: it expires D from now",
+		Use:   "extend ADDR --ttl D",
+		Short: "Keep an on-demand sandbox instance longer: it expires D from now",
+		Long: "Set the expiry of an on-demand instance to D from now (positive, at most 30d).\n" +
+			"An instance that is not provisioned, or already expired, is an error: request\n" +
+			"it again instead. With --json, prints the instance (no credentials).",
+		Example: "  sandboxer extend sandbox.agent --key dev-7 --ttl 4h\n" +
+			"  sandboxer extend 'sandbox.agent[\"dev-7\"]' --ttl 30m --json",
 		Args:              rangeArgs(1, 1),
 		ValidArgsFunction: completeAddresses(f, addrOnDemand),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -27,6 +27,13 @@ func newFmtCmd(f *Factory, runF func(*FmtOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fmt [FILE...]",
 		Short: "Rewrite configuration files in canonical format",
+		Long: "Rewrite every *.sbx.hcl file of the configuration directory (or the FILEs\n" +
+			"given) in canonical HCL layout and print the names of the files it changed.\n" +
+			"--check changes nothing and exits 1 if any file is not formatted; --diff\n" +
+			"prints the changes. Results are file names, one a line: there is no JSON\n" +
+			"form.",
+		Example: "  sandboxer fmt\n" +
+			"  sandboxer fmt --check --diff",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Files = args
 			if runF != nil {

@@ -48,7 +48,12 @@ func newInitCmd(f *Factory, runF func(*InitOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "init",
 		Short: "Write a starter main.sbx.hcl (never overwrites)",
-		Args:  rangeArgs(0, 0),
+		Long: "Write a commented starter configuration (main.sbx.hcl) into the\n" +
+			"configuration directory: a project, a sandbox and an output to edit. It\n" +
+			"refuses a directory that already holds a configuration or does not exist.",
+		Example: "  sandboxer init\n" +
+			"  sandboxer --chdir ./sandboxes init",
+		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)

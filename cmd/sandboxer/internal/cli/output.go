@@ -22,7 +22,14 @@ func newOutputCmd(f *Factory, runF func(*OutputOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "output [NAME]",
 		Short: "Print outputs; sensitive ones only by name, --json or --raw",
-		Args:  rangeArgs(0, 1),
+		Long: "Print the outputs the configuration declares, evaluated against state. A\n" +
+			"sensitive output (one that carries a password or URL) shows as <sensitive> in\n" +
+			"the listing, and its value only when asked for by name, with --raw, or with\n" +
+			"--json (Terraform's output -json shape).",
+		Example: "  sandboxer output\n" +
+			"  sandboxer output ci_database_url --raw\n" +
+			"  sandboxer output --json",
+		Args: rangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Name = args[0]

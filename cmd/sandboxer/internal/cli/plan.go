@@ -34,7 +34,18 @@ func newPlanCmd(f *Factory, runF func(*PlanOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show what apply would do, sandbox by sandbox, and why",
-		Args:  rangeArgs(0, 0),
+		Long: "Refresh every cached sandbox (is it running and answering with its\n" +
+			"credentials?), then compare the configuration with state by the cache rule and\n" +
+			"show, per sandbox, whether it is created, reused, replaced (and why:\n" +
+			"a missing service or feature, a changed database name, expiry, --replace) or\n" +
+			"destroyed. Secrets never appear. --out saves the plan for apply; --json prints\n" +
+			"Terraform's JSON plan shape; --detailed-exitcode exits 2 when there are\n" +
+			"changes.",
+		Example: "  sandboxer plan\n" +
+			"  sandboxer plan --out ci.plan --var ttl=2h\n" +
+			"  sandboxer plan --json | jq '.resource_changes[] | {address, action_reason}'\n" +
+			"  sandboxer plan --detailed-exitcode --refresh=false",
+		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)

@@ -29,6 +29,8 @@ func newReapCmd(f *Factory, runF func(*ReapOptions) error) *cobra.Command {
 			"whose removal failed). Safe while other commands run: it never waits for a\n" +
 			"lock, and skips any sandbox another command is working on; declared sandboxes\n" +
 			"are skipped while a plan or apply holds the state lock.",
+		Example: "  sandboxer reap\n" +
+			"  sandboxer reap --json | jq '.expired'",
 		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {

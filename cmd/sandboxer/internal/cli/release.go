@@ -14,6 +14,7 @@ type ReleaseOptions struct {
 	OnDemand OnDemandOptions
 	Addr     string
 	Key      string
+	JSON     bool
 }
 
 func newReleaseCmd(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command {
@@ -22,7 +23,10 @@ func newReleaseCmd(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command 
 		Use:   "release ADDR",
 		Short: "Tear down an on-demand sandbox instance and forget it",
 		Long: "Remove sandbox.NAME[\"KEY\"] and its record. Releasing an instance that is not\n" +
-			"there (never requested, already released or reaped) does nothing and exits 0.",
+			"there (never requested, already released or reaped) does nothing and exits 0.\n" +
+			"With --json, prints {\"address\": …, \"released\": true|false}.",
+		Example: "  sandboxer release sandbox.agent --key dev-7\n" +
+			"  sandboxer release 'sandbox.agent[\"dev-7\"]' --json",
 		Args:              rangeArgs(1, 1),
 		ValidArgsFunction: completeAddresses(f, addrOnDemand),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -35,6 +39,7 @@ func newReleaseCmd(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command 
 	}
 	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
 	cmd.Flags().StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the outcome as JSON")
 	return cmd
 }
 
@@ -52,6 +57,12 @@ func releaseRun(cmd *cobra.Command, opts *ReleaseOptions) error {
 	addr := opts.Addr
 	if a, perr := parseKeyed(opts.Addr, opts.Key); perr == nil {
 		addr = a
+	}
+	if opts.JSON {
+		return writeJSON(f.IO.Out, struct {
+			Address  string `json:"address"`
+			Released bool   `json:"released"`
+		}{addr, released})
 	}
 	if released {
 		fmt.Fprintf(f.IO.Out, "Released %s.\n", addr)

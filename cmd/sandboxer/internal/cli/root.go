@@ -85,8 +85,17 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 // NewRootCmd builds the command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "sandboxer",
-		Short:         "Plan, apply and destroy disposable PostgreSQL and Redis sandboxes declared in HCL",
+		Use:   "sandboxer",
+		Short: "Plan, apply and destroy disposable PostgreSQL and Redis sandboxes declared in HCL",
+		Long: "sandboxer reads the *.sbx.hcl files of a directory (which services each project\n" +
+			"may use, with which extensions), diffs them against a local state file and\n" +
+			"reuses a cached sandbox when it covers what is asked, or replaces it with\n" +
+			"rotated credentials when it does not. Agents ask for keyed on-demand sandboxes\n" +
+			"with request/release/extend, or over HTTP with serve.",
+		Example: "  sandboxer init && sandboxer plan && sandboxer apply\n" +
+			"  eval \"$(sandboxer env sandbox.dev)\"\n" +
+			"  sandboxer request sandbox.agent --key dev-7 --profile rag --json\n" +
+			"  source <(sandboxer completion bash)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,

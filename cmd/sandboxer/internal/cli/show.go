@@ -23,7 +23,14 @@ func newShowCmd(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show [PLANFILE]",
 		Short: "Show the state, or a saved plan",
-		Args:  rangeArgs(0, 1),
+		Long: "Without PLANFILE: the state, one entry per sandbox (credentials hidden).\n" +
+			"With PLANFILE: the saved plan as plan printed it. --json prints the state\n" +
+			"document or the JSON plan; --format markdown renders a plan for a pull-request\n" +
+			"comment.",
+		Example: "  sandboxer show\n" +
+			"  sandboxer show --json\n" +
+			"  sandboxer show ci.plan --format markdown",
+		Args: rangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.PlanFile = args[0]

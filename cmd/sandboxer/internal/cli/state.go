@@ -17,13 +17,20 @@ type StateOptions struct {
 	f           *Factory
 	Addr        string
 	LockTimeout time.Duration
+	JSON        bool
 }
 
 func newStateCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
 		Short: "Inspect and edit state",
-		Args:  rangeArgs(0, 0),
+		Long: "Inspect the state file (.sandboxer/state.db, or --state) without touching the\n" +
+			"engine: list the recorded instances, show one (credentials stay hidden; see\n" +
+			"sandboxer env for them), or forget one without destroying it.",
+		Example: "  sandboxer state list --json\n" +
+			"  sandboxer state show sandbox.ci\n" +
+			"  sandboxer state rm 'sandbox.agent[\"dev-7\"]'",
+		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
@@ -34,10 +41,15 @@ func newStateCmd(f *Factory) *cobra.Command {
 
 func newStateListCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 	opts := &StateOptions{f: f}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List sandbox instances in state",
-		Args:  rangeArgs(0, 0),
+		Long: "Print the address of every instance in state, one a line, sorted. With --json,\n" +
+			"the same document as show --json: lineage, serial and every instance's\n" +
+			"services, features and endpoints, never credentials.",
+		Example: "  sandboxer state list\n" +
+			"  sandboxer state list --json | jq -r '.sandboxes[] | select(.on_demand) | .address'",
+		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)
@@ -46,19 +58,29 @@ func newStateListCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command 
 			if err != nil {
 				return err
 			}
+			if opts.JSON {
+				return views.StateJSON(f.IO.Out, snap, Version)
+			}
 			for _, r := range views.SortedRecords(snap) {
 				fmt.Fprintln(f.IO.Out, r.Address)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the state document as JSON (no credentials)")
+	return cmd
 }
 
 func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 	opts := &StateOptions{f: f}
-	return &cobra.Command{
-		Use:               "show ADDR",
-		Short:             "Show one sandbox instance (credentials stay hidden)",
+	cmd := &cobra.Command{
+		Use:   "show ADDR",
+		Short: "Show one sandbox instance (credentials stay hidden)",
+		Long: "Show what state records of one instance: services, features, the extensions\n" +
+			"the engine offers, containers, endpoints, times and generation. Passwords and\n" +
+			"URLs are never shown here (sandboxer env prints them).",
+		Example: "  sandboxer state show sandbox.ci\n" +
+			"  sandboxer state show 'sandbox.matrix[\"pg16\"]' --json",
 		Args:              rangeArgs(1, 1),
 		ValidArgsFunction: completeAddresses(f, addrStateAll),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,17 +92,27 @@ func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command 
 			if err != nil {
 				return err
 			}
+			if opts.JSON {
+				return writeJSON(f.IO.Out, views.NewJSONInstance(rec))
+			}
 			views.RecordText(f.IO.Out, rec)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the instance as JSON (no credentials)")
+	return cmd
 }
 
 func newStateRmCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 	opts := &StateOptions{f: f}
 	cmd := &cobra.Command{
-		Use:               "rm ADDR",
-		Short:             "Forget a sandbox instance without destroying it",
+		Use:   "rm ADDR",
+		Short: "Forget a sandbox instance without destroying it",
+		Long: "Remove one instance's record from state and leave its containers running. They\n" +
+			"keep their labels, so sandboxer reap (or a new sandbox at the address) removes\n" +
+			"them later. Takes the state lock like plan and apply.",
+		Example: "  sandboxer state rm sandbox.ci\n" +
+			"  sandboxer state rm 'sandbox.agent[\"dev-7\"]' --json",
 		Args:              rangeArgs(1, 1),
 		ValidArgsFunction: completeAddresses(f, addrStateAll),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -92,6 +124,7 @@ func newStateRmCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&opts.LockTimeout, "lock-timeout", 0, "wait this long for the state lock")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, `print {"removed": ADDR} as JSON`)
 	return cmd
 }
 
@@ -133,6 +166,9 @@ func stateRmRun(cmd *cobra.Command, opts *StateOptions) error {
 	}
 	if err := store.Delete(cmd.Context(), addr.String()); err != nil {
 		return err
+	}
+	if opts.JSON {
+		return writeJSON(f.IO.Out, map[string]string{"removed": addr.String()})
 	}
 	fmt.Fprintf(f.IO.Out, "Removed %s from state. Its containers were left running as orphans: sandboxer reap, or a new sandbox at this address, removes them.\n", addr)
 	return nil

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 )
@@ -31,4 +33,11 @@ func checkParallelism(c *cobra.Command, n int) error {
 		return &ExitError{Code: 1, Err: usageError(c, fmt.Errorf("--parallelism must be at least 1, got %d", n))}
 	}
 	return nil
+}
+
+// writeJSON prints v as indented JSON, the shape of every --json output.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -21,7 +21,13 @@ func newValidateCmd(f *Factory, runF func(*ValidateOptions) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the configuration without touching state or Docker",
-		Args:  rangeArgs(0, 0),
+		Long: "Parse and check the configuration: syntax, references, types, the allowlist,\n" +
+			"opt-ins, profiles, database names and env prefixes. It reads no state and\n" +
+			"talks to no engine, so it runs anywhere. Errors carry file:line:col; --json\n" +
+			"prints them as one object.",
+		Example: "  sandboxer validate\n" +
+			"  sandboxer validate --json --var ttl=2h",
+		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)
