@@ -56,8 +56,10 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
 	var resp container.CreateResponse
-	err = p.onNetwork(cctx, b, func(netID string) error {
-		host.NetworkMode = container.NetworkMode(netID)
+	// By name: a start after the network was removed and made again
+	// (see onNetwork) resolves the new one.
+	host.NetworkMode = container.NetworkMode(lineageNetworkName(b.req.Lineage))
+	err = p.onNetwork(cctx, b, func() error {
 		var err error
 		resp, err = p.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
 		return err
@@ -66,6 +68,9 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 		return "", "", p.engineErr("create container "+name, err)
 	}
 	b.addContainer(spec.Service, resp.ID, name)
+	if p.afterContainerCreate != nil {
+		p.afterContainerCreate(spec.Service)
+	}
 	if err := ctx.Err(); err != nil {
 		return "", "", err
 	}
@@ -76,7 +81,7 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 // after it begin (see startRank), and returns the host port the engine
 // picked for port.
 func (p *Provider) startContainer(ctx context.Context, b *build, service, id, name string, port nat.Port) (int, error) {
-	err := p.onNetwork(ctx, b, func(string) error {
+	err := p.onNetwork(ctx, b, func() error {
 		return p.cli.ContainerStart(ctx, id, container.StartOptions{})
 	})
 	b.starts.pass(service)

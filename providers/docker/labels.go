@@ -156,7 +156,7 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
 			err = p.removeContainer(ctx, m.ID)
 		case KindNetwork:
 			if m.Address == "" {
-				err = p.removeSharedNetwork(ctx, m.ID)
+				err = p.removeSharedNetwork(ctx, m.Lineage, m.ID)
 			} else {
 				err = p.removeNetwork(ctx, m.ID)
 			}

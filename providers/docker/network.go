@@ -145,17 +145,14 @@ func networkGone(err error) bool {
 
 // onNetwork runs op (a container create or start) and, when it fails
 // because the lineage network was removed meanwhile, makes the network
-// again and retries. A start resolves the network by name when its id is
-// gone, so a recreated network serves a container created on the old one.
-// Bounded: each retry needs another remover to win the race again.
-func (p *Provider) onNetwork(ctx context.Context, b *build, op func(netID string) error) error {
+// again and retries. Containers name the network by name, not id, so a
+// start resolves the recreated network too. Bounded: each retry needs
+// another remover to win the race again.
+func (p *Provider) onNetwork(ctx context.Context, b *build, op func() error) error {
 	const attempts = 4
 	var err error
 	for range attempts {
-		b.mu.Lock()
-		netID := b.netID
-		b.mu.Unlock()
-		if err = op(netID); !networkGone(err) {
+		if err = op(); !networkGone(err) {
 			return err
 		}
 		id, nerr := p.ensureNetwork(ctx, b.req.Lineage)
@@ -178,31 +175,41 @@ func (p *Provider) removeNetworkIfUnused(ctx context.Context, lineage string) er
 	if lineage == "" {
 		return nil
 	}
-	f := filters.NewArgs(
-		filters.Arg("label", LabelManaged+"=true"),
-		filters.Arg("label", LabelLineage+"="+lineage),
-	)
-	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Limit: 1, Filters: f})
-	if err != nil {
-		return p.engineErr("list containers", err)
-	}
-	if len(cs) > 0 {
-		return nil
-	}
 	ids, err := p.lineageNetworks(ctx, lineage)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, id := range ids {
-		errs = append(errs, p.removeSharedNetwork(ctx, id))
+		errs = append(errs, p.removeSharedNetwork(ctx, lineage, id))
 	}
 	return errors.Join(errs...)
 }
 
-// removeSharedNetwork removes a lineage network unless a container of a
-// concurrent Create is using it.
-func (p *Provider) removeSharedNetwork(ctx context.Context, id string) error {
+// lineageHasContainers reports whether any container, running or not,
+// carries the lineage.
+func (p *Provider) lineageHasContainers(ctx context.Context, lineage string) (bool, error) {
+	f := filters.NewArgs(
+		filters.Arg("label", LabelManaged+"=true"),
+		filters.Arg("label", LabelLineage+"="+lineage),
+	)
+	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Limit: 1, Filters: f})
+	if err != nil {
+		return false, p.engineErr("list containers", err)
+	}
+	return len(cs) > 0, nil
+}
+
+// removeSharedNetwork removes a lineage network (listed as unused a moment
+// ago) unless a container of the lineage exists by now: one of a
+// concurrent Create, created or running.
+func (p *Provider) removeSharedNetwork(ctx context.Context, lineage, id string) error {
+	if lineage != "" {
+		busy, err := p.lineageHasContainers(ctx, lineage)
+		if err != nil || busy {
+			return err
+		}
+	}
 	err := p.removeNetwork(ctx, id)
 	if err != nil && inUse(err) {
 		return nil

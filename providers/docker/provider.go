@@ -49,6 +49,10 @@ type Provider struct {
 	// engine round trip (network.go).
 	nets singleflight.Group
 
+	// afterContainerCreate, when set (tests only), runs after a service's
+	// container is created and before it starts.
+	afterContainerCreate func(service string)
+
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.
 	onSecrets func(...string)
