@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -64,7 +65,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		creds:      map[string]state.Credentials{},
 		available:  map[string][]string{},
 	}
-	creds, err := p.newCredentials(req.Features.Services())
+	creds, err := p.newCredentials(req.Features.Services(), req.Database)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
@@ -209,6 +210,11 @@ func (p *Provider) validate(req apply.CreateRequest) error {
 	if len(req.Features) == 0 {
 		return errors.New("invalid request: no services")
 	}
+	if req.Database != "" {
+		if err := config.CheckDatabase(req.Database); err != nil {
+			return fmt.Errorf("invalid request: %w", err)
+		}
+	}
 	for _, svc := range req.Features.Services() {
 		for _, f := range req.Features[svc] {
 			if err := p.cat.CheckFeature(svc, f); err != nil {
@@ -225,8 +231,12 @@ func (p *Provider) validate(req apply.CreateRequest) error {
 	return nil
 }
 
-// newCredentials generates fresh random passwords for every service.
-func (p *Provider) newCredentials(services []string) (map[string]state.Credentials, error) {
+// newCredentials generates fresh random passwords for every service;
+// postgres's role owns database ("" for appDatabase).
+func (p *Provider) newCredentials(services []string, database string) (map[string]state.Credentials, error) {
+	if database == "" {
+		database = appDatabase
+	}
 	out := map[string]state.Credentials{}
 	for _, svc := range services {
 		app, err := newPassword()
@@ -245,7 +255,7 @@ func (p *Provider) newCredentials(services []string) (map[string]state.Credentia
 			AdminPassword: admin,
 		}
 		if svc == "postgres" {
-			c.Database = appDatabase
+			c.Database = database
 		}
 		out[svc] = c
 	}
