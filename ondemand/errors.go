@@ -19,6 +19,9 @@ const (
 	// Conflict: the instance is in a state that forbids the call (extend
 	// of an expired instance).
 	Conflict
+	// Unavailable: the images cannot provide a requested feature (Err is
+	// the *plan.UnprovidableError listing them).
+	Unavailable
 )
 
 // Error is a refused call. Nothing was provisioned or changed.
@@ -28,9 +31,13 @@ type Error struct {
 	// Allowed is the allowlist (or opted-in set) that a NotAllowed error
 	// was checked against.
 	Allowed []string
+	// Err is the underlying error, when there is one.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 func refuse(k Kind, format string, args ...any) *Error {
 	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...)}

@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -29,7 +30,7 @@ func newFake() *fakeProvider {
 	return &fakeProvider{live: map[string]bool{}, dead: map[string]bool{}}
 }
 
-func (f *fakeProvider) Check(context.Context, []string) error { return nil }
+func (f *fakeProvider) Check(context.Context, []string) (plan.Capabilities, error) { return nil, nil }
 
 func (f *fakeProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
 	if f.delay > 0 {

@@ -139,6 +139,8 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 			ondemand.NotAllowed: http.StatusUnprocessableEntity,
 			ondemand.Busy:       http.StatusConflict,
 			ondemand.Conflict:   http.StatusConflict,
+			// The request is well formed but cannot be met with these images.
+			ondemand.Unavailable: http.StatusUnprocessableEntity,
 		}[re.Kind]
 		if status == 0 {
 			status = http.StatusBadRequest

@@ -31,6 +31,9 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 // TestScripts runs the end-to-end CLI scenarios in testdata/script.
 // SANDBOXER_UPDATE_GOLDEN=1 rewrites `cmp stdout` golden files in place.
 func TestScripts(t *testing.T) {
+	// One image-inspection cache for the whole run (HOME is /no-home in a
+	// script): each image is inspected once, not once per script.
+	cache := t.TempDir()
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		UpdateScripts:       os.Getenv("SANDBOXER_UPDATE_GOLDEN") != "",
@@ -38,6 +41,7 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
+			env.Setenv("SANDBOXER_CACHE_DIR", cache)
 			for _, k := range []string{"DOCKER_HOST", "SANDBOXER_TEST_POSTGRES_IMAGE", "SANDBOXER_TEST_REDIS_IMAGE"} {
 				if v := os.Getenv(k); v != "" {
 					env.Setenv(k, v)

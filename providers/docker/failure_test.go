@@ -139,7 +139,7 @@ func TestCheck(t *testing.T) {
 	t.Parallel()
 	p, _ := newTestProvider(t)
 	ctx := context.Background()
-	if err := p.Check(ctx, []string{"postgres", "redis"}); err != nil {
+	if _, err := p.Check(ctx, []string{"postgres", "redis"}); err != nil {
 		t.Fatalf("Check with local images: %v", err)
 	}
 	cfg := testConfig()
@@ -151,7 +151,7 @@ func TestCheck(t *testing.T) {
 	defer q.Close()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	err = q.Check(cctx, []string{"postgres", "redis"})
+	_, err = q.Check(cctx, []string{"postgres", "redis"})
 	if err == nil {
 		t.Fatal("Check passed with a missing image")
 	}

@@ -44,6 +44,9 @@ type Provider struct {
 	// lines `docker pull` prints) while Check fetches a missing image.
 	PullProgress io.Writer
 
+	// caps remembers what each image provides (capabilities.go).
+	caps capCache
+
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.
 	onSecrets func(...string)

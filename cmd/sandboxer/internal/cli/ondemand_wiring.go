@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -148,10 +149,10 @@ func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
 	return p, nil
 }
 
-func (l *lazyProvider) Check(ctx context.Context, services []string) error {
+func (l *lazyProvider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
 	p, err := l.get(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return p.Check(ctx, services)
 }

@@ -67,7 +67,7 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 	res, err := s.broker().Request(f.hard, ondemand.Request{
 		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL})
 	if err != nil {
-		return err
+		return unprovidable(f, err, s.cfg)
 	}
 	how := "provisioned"
 	if res.Reused {
