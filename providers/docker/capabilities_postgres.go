@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -39,10 +40,23 @@ func (p *Provider) postgresCapabilities(ctx context.Context, ref string, ii imag
 		if err != nil {
 			return plan.ImageCapabilities{}, p.engineErr("read "+dir+" from image "+ref, err)
 		}
-		versions, err = readControlFiles(rc)
+		var links map[string]string
+		versions, links, err = readControlFiles(rc)
 		rc.Close()
 		if err != nil {
 			return plan.ImageCapabilities{}, fmt.Errorf("read %s from image %s: %w", dir, ref, err)
+		}
+		for name, target := range links {
+			if !slices.Contains(p.cat.Allowed("postgres"), name) {
+				continue // only allowed extensions are reported; skip the reads
+			}
+			v, ok, err := p.followControlLink(ctx, id, dir, target)
+			if err != nil {
+				return plan.ImageCapabilities{}, err
+			}
+			if ok {
+				versions[name] = v
+			}
 		}
 		break
 	}
@@ -73,29 +87,74 @@ func extensionDirs(major string) []string {
 }
 
 // readControlFiles reads a tar of an extension directory and returns each
-// extension's default_version. Secondary control files (NAME--VERSION.control)
+// extension's default_version, and the control files that are symbolic
+// links, name → link target. Secondary control files (NAME--VERSION.control)
 // only amend a version and name no extension of their own.
-func readControlFiles(r io.Reader) (map[string]string, error) {
+func readControlFiles(r io.Reader) (map[string]string, map[string]string, error) {
 	out := map[string]string{}
+	links := map[string]string{} // name → target file in the directory
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		base := path.Base(h.Name)
-		name, ok := strings.CutSuffix(base, ".control")
+		name, ok := strings.CutSuffix(path.Base(h.Name), ".control")
 		if !ok || strings.Contains(name, "--") || path.Dir(h.Name) != "extension" {
 			continue
 		}
-		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeSymlink {
-			continue
+		switch h.Typeflag {
+		case tar.TypeReg:
+			out[name] = controlVersion(io.LimitReader(tr, 64<<10))
+		case tar.TypeSymlink:
+			links[name] = h.Linkname
 		}
-		out[name] = controlVersion(io.LimitReader(tr, 64<<10))
 	}
+	return out, links, nil
+}
+
+// maxLinkHops bounds following a control file's symbolic links.
+const maxLinkHops = 8
+
+// followControlLink reads the control file a symbolic link in dir points
+// to, through further links (Debian: postgis.control →
+// /etc/alternatives/… → postgis-3.control), and returns its version; false
+// when it leads nowhere, as the server could not read it either.
+func (p *Provider) followControlLink(ctx context.Context, id, dir, target string) (string, bool, error) {
+	for range maxLinkHops {
+		if !path.IsAbs(target) {
+			target = path.Join(dir, target)
+		}
+		rc, _, err := p.cli.CopyFromContainer(ctx, id, target)
+		if cerrdefs.IsNotFound(err) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, p.engineErr("read "+target, err)
+		}
+		tr := tar.NewReader(rc)
+		h, err := tr.Next()
+		if err != nil {
+			rc.Close()
+			return "", false, nil
+		}
+		switch h.Typeflag {
+		case tar.TypeReg:
+			v := controlVersion(io.LimitReader(tr, 64<<10))
+			rc.Close()
+			return v, true, nil
+		case tar.TypeSymlink:
+			dir, target = path.Dir(target), h.Linkname
+			rc.Close()
+		default:
+			rc.Close()
+			return "", false, nil
+		}
+	}
+	return "", false, nil
 }
 
 // controlVersion reads default_version from a control file
