@@ -17,7 +17,10 @@ type Result struct {
 	Services            []string            `json:"services"`
 	Features            config.FeatureSet   `json:"features"`
 	AvailableExtensions map[string][]string `json:"available_extensions"`
-	Env                 map[string]string   `json:"env"`
+	// ExtensionVersions: service → available extension → version (a
+	// sibling of available_extensions, which keeps SPEC's shape).
+	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
+	Env               map[string]string            `json:"env"`
 	// ExpiresAt is null for an instance without a ttl.
 	ExpiresAt *time.Time `json:"expires_at"`
 
@@ -34,6 +37,7 @@ func NewResult(rec *state.Record, reused bool) *Result {
 		Services:            config.SortedUnique(rec.Services),
 		Features:            config.FeatureSet(rec.Features).Only(rec.Services).Normalize(),
 		AvailableExtensions: rec.AvailableExtensions,
+		ExtensionVersions:   views.ExtensionVersions(rec),
 		Env:                 views.EnvMap(rec),
 		Record:              rec,
 	}

@@ -40,6 +40,9 @@ func RecordText(w io.Writer, r *state.Record) {
 		if avail, ok := r.AvailableExtensions[svc]; ok {
 			fmt.Fprintf(w, "    available_extensions = %s\n", listText(avail))
 		}
+		if vs := r.ExtensionVersions[svc]; len(vs) > 0 {
+			fmt.Fprintf(w, "    extension_versions   = %s\n", versionsText(vs))
+		}
 		if c, ok := r.Credentials[svc]; ok {
 			fmt.Fprintf(w, "    endpoint             = %q\n", fmt.Sprintf("%s:%d", c.Host, c.Port))
 			fmt.Fprintf(w, "    user                 = %q\n", c.User)
@@ -87,11 +90,13 @@ type JSONInstance struct {
 	Services            []string            `json:"services"`
 	Features            config.FeatureSet   `json:"features"`
 	AvailableExtensions map[string][]string `json:"available_extensions"`
-	Endpoints           map[string]string   `json:"endpoints"`
-	Generation          int                 `json:"generation"`
-	CreatedAt           time.Time           `json:"created_at"`
-	ExpiresAt           *time.Time          `json:"expires_at"`
-	OnDemand            bool                `json:"on_demand"`
+	// ExtensionVersions: service → available extension → version.
+	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
+	Endpoints         map[string]string            `json:"endpoints"`
+	Generation        int                          `json:"generation"`
+	CreatedAt         time.Time                    `json:"created_at"`
+	ExpiresAt         *time.Time                   `json:"expires_at"`
+	OnDemand          bool                         `json:"on_demand"`
 }
 
 // NewJSONInstance strips a record down to what may be shown.
@@ -102,6 +107,7 @@ func NewJSONInstance(r *state.Record) JSONInstance {
 	if ji.AvailableExtensions == nil {
 		ji.AvailableExtensions = map[string][]string{}
 	}
+	ji.ExtensionVersions = ExtensionVersions(r)
 	for svc, c := range r.Credentials {
 		ji.Endpoints[svc] = fmt.Sprintf("%s:%d", c.Host, c.Port)
 	}
@@ -130,4 +136,27 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// ExtensionVersions is a record's extension_versions for JSON: never null,
+// so tools can index it without a check.
+func ExtensionVersions(r *state.Record) map[string]map[string]string {
+	if r.ExtensionVersions == nil {
+		return map[string]map[string]string{}
+	}
+	return r.ExtensionVersions
+}
+
+// versionsText renders name → version as {name = "version", …}, sorted.
+func versionsText(vs map[string]string) string {
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s = %q", n, vs[n])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }

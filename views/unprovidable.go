@@ -32,12 +32,16 @@ func Unprovidable(w io.Writer, e *plan.UnprovidableError, where func(addr string
 			}
 		}
 		fmt.Fprintf(w, "  %s%s: %s image %q does not provide %s\n", addr, loc, s.Service, s.Image, quoted(s.Missing))
-		for _, f := range s.Missing {
-			if why, ok := s.Why[f]; ok {
-				fmt.Fprintf(w, "      %s: %s\n", f, why)
+		k := imageKey{s.Service, s.Image}
+		if prev, ok := images[k]; ok {
+			for f, why := range prev.Why {
+				if s.Why == nil {
+					s.Why = map[string]string{}
+				}
+				s.Why[f] = why
 			}
 		}
-		images[imageKey{s.Service, s.Image}] = s
+		images[k] = s
 	}
 	keys := make([]imageKey, 0, len(images))
 	for k := range images {
@@ -57,6 +61,14 @@ func Unprovidable(w io.Writer, e *plan.UnprovidableError, where func(addr string
 			provides = strings.Join(s.Provided, ", ")
 		}
 		fmt.Fprintf(w, "%s image %q provides: %s\n", k.service, k.image, provides)
+		whys := make([]string, 0, len(s.Why))
+		for f := range s.Why {
+			whys = append(whys, f)
+		}
+		sort.Strings(whys)
+		for _, f := range whys {
+			fmt.Fprintf(w, "  %s: %s\n", f, s.Why[f])
+		}
 		if s.Hint != "" {
 			fmt.Fprintf(w, "  To get the missing ones, %s.\n", s.Hint)
 		}

@@ -87,7 +87,7 @@ func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.I
 			if ic.Unusable == nil {
 				ic.Unusable = map[string]string{}
 			}
-			ic.Unusable[f] = fmt.Sprintf("module %s does not load: %v", path, err)
+			ic.Unusable[f] = p.moduleLoadError(ctx, id, path, err)
 		}
 	}
 	if loaded, err = redisModuleVersions(ctx, admin); err != nil {
@@ -181,4 +181,24 @@ func (p *Provider) verifiedModules(imageID string) map[string]string {
 		return nil
 	}
 	return ic.Features
+}
+
+// moduleLoadError explains a failed MODULE LOAD: the reply only says to
+// read the server log, so the log line that names the module is quoted.
+func (p *Provider) moduleLoadError(ctx context.Context, id, path string, err error) string {
+	tail := p.logTail(ctx, id, 20)
+	var lines []string
+	for _, line := range strings.Split(tail, "\n") {
+		if strings.Contains(line, path) || strings.Contains(line, "Module ") {
+			// "1:M 01 Dec 2026 03:25:12.345 # Module … failed to load: …"
+			if i := strings.Index(line, "# "); i >= 0 {
+				line = line[i+2:]
+			}
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("module %s does not load: %v", path, err)
+	}
+	return strings.Join(lines, "; ")
 }
