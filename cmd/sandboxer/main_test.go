@@ -58,6 +58,7 @@ func TestScripts(t *testing.T) {
 			"dockerrm":   cmdDockerRm,
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
+			"capsclaim":  cmdCapsClaim,
 		}),
 	})
 }

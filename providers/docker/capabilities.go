@@ -116,7 +116,8 @@ func (p *Provider) capabilityKey(service, imageID string) string {
 	for _, f := range p.cat.Allowed(service) {
 		fmt.Fprintf(h, "%s\x00", f)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:32]
+	// The service leads the file name, for people looking at the cache.
+	return service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // cachedCapabilities looks in memory, then on disk. A cache file that
@@ -129,7 +130,7 @@ func (p *Provider) cachedCapabilities(key string) (plan.ImageCapabilities, bool)
 	if ok || c.dir == "" {
 		return ic, ok
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, "image-"+key+".json"))
+	b, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
 	if err != nil || json.Unmarshal(b, &ic) != nil || ic.Features == nil {
 		return plan.ImageCapabilities{}, false
 	}
@@ -161,13 +162,13 @@ func (p *Provider) storeCapabilities(key string, ic plan.ImageCapabilities) {
 	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(c.dir, "image-*.tmp")
+	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
 	if err != nil {
 		return
 	}
 	_, werr := tmp.Write(b)
 	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, "image-"+key+".json")) != nil {
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, key+".json")) != nil {
 		os.Remove(tmp.Name())
 	}
 }

@@ -82,7 +82,7 @@ func TestCheckCapabilities(t *testing.T) {
 	assertNoInspections(t, p)
 
 	// A second provider (a later run) finds both in the cache directory.
-	files, _ := filepath.Glob(filepath.Join(dir, "image-*.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) != 2 {
 		t.Errorf("cache files: %v", files)
 	}
