@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 
-	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 )
 
@@ -13,7 +12,7 @@ import (
 // *plan.UnprovidableError listing all of them at once. Changes without a
 // create or replace need nothing and touch nothing.
 func Preflight(ctx context.Context, p Provider, changes []*plan.Change) error {
-	services := ServicesToProvision(changes)
+	services := (&plan.Plan{Changes: changes}).ServicesToStart()
 	if len(services) == 0 {
 		return nil
 	}
@@ -22,16 +21,4 @@ func Preflight(ctx context.Context, p Provider, changes []*plan.Change) error {
 		return err
 	}
 	return plan.Unprovidable(changes, caps)
-}
-
-// ServicesToProvision lists, sorted, the services any create or replace of
-// changes will start.
-func ServicesToProvision(changes []*plan.Change) []string {
-	seen := config.FeatureSet{}
-	for _, c := range changes {
-		if (c.Action == plan.Create || c.Action == plan.CreateThenDelete) && c.After != nil {
-			seen = seen.Union(c.After.Features)
-		}
-	}
-	return seen.Services()
 }

@@ -18,6 +18,8 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "ttl"},
 		{Name: "on_demand"},
 		{Name: "for_each"},
+		{Name: "database"},
+		{Name: "env_prefix"},
 	},
 }
 
@@ -182,6 +184,12 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		ttl, more = l.ttl(attr, sc)
 		diags = append(diags, more...)
 	}
+	var opted []string
+	if p != nil && checkOptIn {
+		opted = p.Services
+	}
+	fw, more := l.decodeFrameworkSettings(content, sc, opted, owner)
+	diags = append(diags, more...)
 	if p == nil {
 		return nil, diags
 	}
@@ -195,6 +203,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  sb.OnDemand,
+		Database:  or(fw.Database, p.Database),
+		EnvPrefix: or(fw.EnvPrefix, p.EnvPrefix),
 		DeclRange: sb.DeclRange,
 	}, diags
 }

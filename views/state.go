@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -83,21 +84,9 @@ type JSONState struct {
 	Sandboxes        []JSONInstance `json:"sandboxes"`
 }
 
-// JSONInstance is one instance without secrets.
-type JSONInstance struct {
-	Address             string              `json:"address"`
-	Project             string              `json:"project"`
-	Services            []string            `json:"services"`
-	Features            config.FeatureSet   `json:"features"`
-	AvailableExtensions map[string][]string `json:"available_extensions"`
-	// ExtensionVersions: service → available extension → version.
-	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
-	Endpoints         map[string]string            `json:"endpoints"`
-	Generation        int                          `json:"generation"`
-	CreatedAt         time.Time                    `json:"created_at"`
-	ExpiresAt         *time.Time                   `json:"expires_at"`
-	OnDemand          bool                         `json:"on_demand"`
-}
+// JSONInstance is one instance without secrets: the API's shape, shared
+// with GET /v1/sandboxes.
+type JSONInstance = api.Instance
 
 // NewJSONInstance strips a record down to what may be shown.
 func NewJSONInstance(r *state.Record) JSONInstance {
@@ -107,7 +96,7 @@ func NewJSONInstance(r *state.Record) JSONInstance {
 	if ji.AvailableExtensions == nil {
 		ji.AvailableExtensions = map[string][]string{}
 	}
-	ji.ExtensionVersions = ExtensionVersions(r)
+	ji.ExtensionVersions = r.Versions()
 	for svc, c := range r.Credentials {
 		ji.Endpoints[svc] = fmt.Sprintf("%s:%d", c.Host, c.Port)
 	}
@@ -136,15 +125,6 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
-}
-
-// ExtensionVersions is a record's extension_versions for JSON: never null,
-// so tools can index it without a check.
-func ExtensionVersions(r *state.Record) map[string]map[string]string {
-	if r.ExtensionVersions == nil {
-		return map[string]map[string]string{}
-	}
-	return r.ExtensionVersions
 }
 
 // versionsText renders name → version as {name = "version", …}, sorted.
