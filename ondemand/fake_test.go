@@ -24,13 +24,18 @@ type fakeProvider struct {
 	delay   time.Duration
 	n       int
 	failNew error // Create fails with it when set
+	caps    plan.Capabilities // what Check reports (nil: nothing checked)
 }
 
 func newFake() *fakeProvider {
 	return &fakeProvider{live: map[string]bool{}, dead: map[string]bool{}}
 }
 
-func (f *fakeProvider) Check(context.Context, []string) (plan.Capabilities, error) { return nil, nil }
+func (f *fakeProvider) Check(context.Context, []string) (plan.Capabilities, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.caps, nil
+}
 
 func (f *fakeProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
 	if f.delay > 0 {
