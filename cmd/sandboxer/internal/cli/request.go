@@ -74,7 +74,7 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL,
 		Profile: opts.Profile, Prefix: opts.Prefix})
 	if err != nil {
-		return err
+		return unprovidable(f, err, s.cfg)
 	}
 	how := "provisioned"
 	if res.Reused {
