@@ -94,7 +94,10 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		c := state.Credentials{Host: "127.0.0.1", Port: 20000 + (p.n*10+i)%40000, User: "app",
 			Password: state.Secret(randomHex()), AdminUser: "sbx_admin", AdminPassword: state.Secret(randomHex())}
 		if svc == "postgres" {
-			c.Database = "app"
+			c.Database = req.Database
+			if c.Database == "" {
+				c.Database = config.DefaultDatabase
+			}
 		}
 		out.Credentials[svc] = c
 		out.Resources.Containers[svc] = fmt.Sprintf("fake-%d-%s", p.n, svc)

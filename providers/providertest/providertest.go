@@ -76,7 +76,9 @@ func (s *suite) ctx(t *testing.T) context.Context {
 // create provisions one instance and deletes it when the test ends.
 func (s *suite) create(t *testing.T, addr string, gen int) *state.Record {
 	t.Helper()
-	req := apply.CreateRequest{Address: addr, Lineage: s.Lineage, Generation: gen, Features: s.Features}
+	// A database name other than the default: the role must own the one
+	// the configuration names (frameworks connect to it by name).
+	req := apply.CreateRequest{Address: addr, Lineage: s.Lineage, Generation: gen, Features: s.Features, Database: conformanceDB}
 	c, err := s.Provider.Create(s.ctx(t), req)
 	if err != nil {
 		t.Fatalf("Create %s#%d: %v", addr, gen, err)
@@ -99,6 +101,9 @@ func (s *suite) create(t *testing.T, addr string, gen int) *state.Record {
 	return rec
 }
 
+// conformanceDB is the database name every Create of the suite asks for.
+const conformanceDB = "conformance_db"
+
 func testCreateProbeDelete(t *testing.T, s *suite) {
 	ctx := s.ctx(t)
 	rec := s.create(t, "sandbox.conformance", 1)
@@ -111,8 +116,8 @@ func testCreateProbeDelete(t *testing.T, s *suite) {
 			t.Errorf("%s endpoint %q:%d is not usable", svc, c.Host, c.Port)
 		case c.User == "" || c.Password.Reveal() == "":
 			t.Errorf("%s: empty user or password", svc)
-		case svc == "postgres" && c.Database == "":
-			t.Errorf("postgres: no database name")
+		case svc == "postgres" && c.Database != conformanceDB:
+			t.Errorf("postgres: database %q, want the requested %q", c.Database, conformanceDB)
 		}
 	}
 	if rec.Resources.Network == "" && len(rec.Resources.Containers) == 0 {
