@@ -9,6 +9,8 @@
 # `go test` in it, then destroys the sandbox. Prints go test's summary and
 # the pass count.
 set -euo pipefail
+# This machine is shared and often loaded: give PostgreSQL time to start.
+export SANDBOXER_READY_TIMEOUT=${SANDBOXER_READY_TIMEOUT:-5m}
 version=${1:-v0.3.0}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
