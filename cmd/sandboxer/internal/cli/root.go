@@ -41,6 +41,16 @@ func Main() int {
 		}
 		p.PullProgress = f.IO.Err // stdout stays the plan
 		p.SetCacheDir(cacheDir(f))
+		// A loaded CI machine can take longer than the default to start
+		// PostgreSQL; SANDBOXER_READY_TIMEOUT (a Go duration) raises it.
+		if v := f.Getenv("SANDBOXER_READY_TIMEOUT"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				p.Close()
+				return nil, fmt.Errorf("SANDBOXER_READY_TIMEOUT=%q: want a positive duration such as 3m", v)
+			}
+			p.ReadyTimeout = d
+		}
 		return p, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
