@@ -271,6 +271,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, 
 	gen := ch.PriorGeneration + 1
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
+		Database: ch.Database,
 	})
 	if err != nil {
 		return nil, err

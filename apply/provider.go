@@ -41,6 +41,9 @@ type CreateRequest struct {
 	Generation int
 	// Features holds every service to run with the features to enable.
 	Features config.FeatureSet
+	// Database is the PostgreSQL database the handed-out role owns; ""
+	// means config.DefaultDatabase.
+	Database string
 }
 
 // Created is what the provider made.

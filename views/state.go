@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -80,19 +81,9 @@ type JSONState struct {
 	Sandboxes        []JSONInstance `json:"sandboxes"`
 }
 
-// JSONInstance is one instance without secrets.
-type JSONInstance struct {
-	Address             string              `json:"address"`
-	Project             string              `json:"project"`
-	Services            []string            `json:"services"`
-	Features            config.FeatureSet   `json:"features"`
-	AvailableExtensions map[string][]string `json:"available_extensions"`
-	Endpoints           map[string]string   `json:"endpoints"`
-	Generation          int                 `json:"generation"`
-	CreatedAt           time.Time           `json:"created_at"`
-	ExpiresAt           *time.Time          `json:"expires_at"`
-	OnDemand            bool                `json:"on_demand"`
-}
+// JSONInstance is one instance without secrets: the API's shape, shared
+// with GET /v1/sandboxes.
+type JSONInstance = api.Instance
 
 // NewJSONInstance strips a record down to what may be shown.
 func NewJSONInstance(r *state.Record) JSONInstance {
