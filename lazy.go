@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -35,10 +36,10 @@ func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
 	return p, nil
 }
 
-func (l *lazyProvider) Check(ctx context.Context, services []string) error {
+func (l *lazyProvider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
 	p, err := l.get(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return p.Check(ctx, services)
 }

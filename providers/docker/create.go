@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -28,6 +29,7 @@ type build struct {
 	names      map[string]string // service → container name
 	creds      map[string]state.Credentials
 	available  map[string][]string
+	versions   map[string]map[string]string
 }
 
 func (b *build) addContainer(service, id, name string) {
@@ -37,11 +39,14 @@ func (b *build) addContainer(service, id, name string) {
 	b.names[service] = name
 }
 
-func (b *build) done(service string, c state.Credentials, available []string) {
+// done records a ready service: its credentials and the allowed
+// extensions its engine can enable, name → version.
+func (b *build) done(service string, c state.Credentials, available map[string]string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.creds[service] = c
-	b.available[service] = available
+	b.available[service] = sortedKeys(available)
+	b.versions[service] = available
 }
 
 // Create provisions one instance: one ready container per service, on the
@@ -63,8 +68,9 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		names:      map[string]string{},
 		creds:      map[string]state.Credentials{},
 		available:  map[string][]string{},
+		versions:   map[string]map[string]string{},
 	}
-	creds, err := p.newCredentials(req.Features.Services())
+	creds, err := p.newCredentials(req.Features.Services(), req.Database)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
@@ -157,6 +163,7 @@ func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.
 			Containers: b.containers,
 		},
 		AvailableExtensions: b.available,
+		ExtensionVersions:   b.versions,
 	}, nil
 }
 
@@ -209,6 +216,11 @@ func (p *Provider) validate(req apply.CreateRequest) error {
 	if len(req.Features) == 0 {
 		return errors.New("invalid request: no services")
 	}
+	if req.Database != "" {
+		if err := config.CheckDatabase(req.Database); err != nil {
+			return fmt.Errorf("invalid request: %w", err)
+		}
+	}
 	for _, svc := range req.Features.Services() {
 		for _, f := range req.Features[svc] {
 			if err := p.cat.CheckFeature(svc, f); err != nil {
@@ -225,8 +237,12 @@ func (p *Provider) validate(req apply.CreateRequest) error {
 	return nil
 }
 
-// newCredentials generates fresh random passwords for every service.
-func (p *Provider) newCredentials(services []string) (map[string]state.Credentials, error) {
+// newCredentials generates fresh random passwords for every service;
+// postgres's role owns database ("" for appDatabase).
+func (p *Provider) newCredentials(services []string, database string) (map[string]state.Credentials, error) {
+	if database == "" {
+		database = appDatabase
+	}
 	out := map[string]state.Credentials{}
 	for _, svc := range services {
 		app, err := newPassword()
@@ -245,7 +261,7 @@ func (p *Provider) newCredentials(services []string) (map[string]state.Credentia
 			AdminPassword: admin,
 		}
 		if svc == "postgres" {
-			c.Database = appDatabase
+			c.Database = database
 		}
 		out[svc] = c
 	}
