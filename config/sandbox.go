@@ -18,6 +18,8 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "ttl"},
 		{Name: "on_demand"},
 		{Name: "for_each"},
+		{Name: "database"},
+		{Name: "env_prefix"},
 	},
 }
 
@@ -26,6 +28,9 @@ var sandboxBlockSchema = &hcl.BodySchema{
 func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, b := range blocks {
+		if l.ev.ctx.Err() != nil {
+			break
+		}
 		name := b.Labels[0]
 		if !validName(name) {
 			diags = append(diags, invalidNameDiag("sandbox", name, b.LabelRanges[0]))
@@ -87,6 +92,9 @@ func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Di
 
 	var insts []*Instance
 	for _, k := range keys {
+		if l.ev.ctx.Err() != nil {
+			break
+		}
 		addr := Address{Name: sb.Name}
 		sc := blockScope()
 		if sb.ForEach {
@@ -182,6 +190,12 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		ttl, more = l.ttl(attr, sc)
 		diags = append(diags, more...)
 	}
+	var opted []string
+	if p != nil && checkOptIn {
+		opted = p.Services
+	}
+	fw, more := l.decodeFrameworkSettings(content, sc, opted, owner)
+	diags = append(diags, more...)
 	if p == nil {
 		return nil, diags
 	}
@@ -195,6 +209,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  sb.OnDemand,
+		Database:  or(fw.Database, p.Database),
+		EnvPrefix: or(fw.EnvPrefix, p.EnvPrefix),
 		DeclRange: sb.DeclRange,
 	}, diags
 }

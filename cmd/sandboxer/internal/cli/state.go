@@ -77,9 +77,10 @@ func stateListRun(cmd *cobra.Command, opts *StateOptions) error {
 func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 	opts := &StateOptions{f: f}
 	return &cobra.Command{
-		Use:   "show ADDR",
-		Short: "Show one sandbox instance (credentials stay hidden)",
-		Args:  rangeArgs(1, 1),
+		Use:               "show ADDR",
+		Short:             "Show one sandbox instance (credentials stay hidden)",
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrStateAll),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {
@@ -98,9 +99,10 @@ func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command 
 func newStateRmCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 	opts := &StateOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "rm ADDR",
-		Short: "Forget a sandbox instance without destroying it",
-		Args:  rangeArgs(1, 1),
+		Use:               "rm ADDR",
+		Short:             "Forget a sandbox instance without destroying it",
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrStateAll),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {
