@@ -271,6 +271,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, 
 	gen := ch.PriorGeneration + 1
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
+		Database: ch.Database,
 	})
 	if err != nil {
 		return nil, err
@@ -279,8 +280,9 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, 
 	rec := &state.Record{
 		Address: ch.Addr.String(), Project: ch.Project,
 		Services: ch.After.Services, Features: ch.After.Features,
-		AvailableExtensions: made.AvailableExtensions, Credentials: made.Credentials,
-		Resources: made.Resources, CreatedAt: now, Generation: gen,
+		AvailableExtensions: made.AvailableExtensions, ExtensionVersions: made.ExtensionVersions,
+		Credentials: made.Credentials,
+		Resources:   made.Resources, CreatedAt: now, Generation: gen,
 	}
 	if ch.TTL > 0 {
 		rec.ExpiresAt = now.Add(ch.TTL)

@@ -18,6 +18,8 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "ttl"},
 		{Name: "on_demand"},
 		{Name: "for_each"},
+		{Name: "database"},
+		{Name: "env_prefix"},
 	},
 }
 
@@ -188,6 +190,12 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		ttl, more = l.ttl(attr, sc)
 		diags = append(diags, more...)
 	}
+	var opted []string
+	if p != nil && checkOptIn {
+		opted = p.Services
+	}
+	fw, more := l.decodeFrameworkSettings(content, sc, opted, owner)
+	diags = append(diags, more...)
 	if p == nil {
 		return nil, diags
 	}
@@ -201,6 +209,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  sb.OnDemand,
+		Database:  or(fw.Database, p.Database),
+		EnvPrefix: or(fw.EnvPrefix, p.EnvPrefix),
 		DeclRange: sb.DeclRange,
 	}, diags
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -23,13 +24,18 @@ type fakeProvider struct {
 	delay   time.Duration
 	n       int
 	failNew error // Create fails with it when set
+	caps    plan.Capabilities // what Check reports (nil: nothing checked)
 }
 
 func newFake() *fakeProvider {
 	return &fakeProvider{live: map[string]bool{}, dead: map[string]bool{}}
 }
 
-func (f *fakeProvider) Check(context.Context, []string) error { return nil }
+func (f *fakeProvider) Check(context.Context, []string) (plan.Capabilities, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.caps, nil
+}
 
 func (f *fakeProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
 	if f.delay > 0 {
@@ -48,7 +54,14 @@ func (f *fakeProvider) Create(ctx context.Context, req apply.CreateRequest) (*ap
 	f.live[key] = true
 	creds := map[string]state.Credentials{}
 	for _, svc := range req.Features.Services() {
-		creds[svc] = state.Credentials{Host: "127.0.0.1", Port: 1000 + f.n, User: "app", Password: state.Secret(fmt.Sprintf("pw-%d", f.n))}
+		c := state.Credentials{Host: "127.0.0.1", Port: 1000 + f.n, User: "app", Password: state.Secret(fmt.Sprintf("pw-%d", f.n))}
+		if svc == "postgres" {
+			c.Database = req.Database
+			if c.Database == "" {
+				c.Database = config.DefaultDatabase
+			}
+		}
+		creds[svc] = c
 	}
 	return &apply.Created{Credentials: creds, Resources: state.Resources{Network: key}}, nil
 }
@@ -157,8 +170,13 @@ func (e *env) advance(d time.Duration) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, testConfig)
+}
+
+func newEnvWith(t *testing.T, src string) *env {
+	t.Helper()
 	cat := config.DefaultCatalog()
-	cfg, diags := config.LoadSources(t.TempDir(), map[string][]byte{"main.sbx.hcl": []byte(testConfig)}, config.Input{}, cat)
+	cfg, diags := config.LoadSources(t.TempDir(), map[string][]byte{"main.sbx.hcl": []byte(src)}, config.Input{}, cat)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

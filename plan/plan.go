@@ -43,6 +43,11 @@ const (
 	ReasonExpired          Reason = "expired"
 	ReasonReplaceByRequest Reason = "replace_by_request"
 	ReasonNoConfig         Reason = "no_config"
+	// ReasonDatabaseChanged: the configuration names another PostgreSQL
+	// database than the cached sandbox's role owns. A rename in place would
+	// break every connection string already handed out just the same, so
+	// the sandbox is replaced and its credentials rotate.
+	ReasonDatabaseChanged Reason = "database_changed"
 	// ReasonNone is used for deletes in a destroy plan, which need no reason.
 	ReasonNone Reason = ""
 )
@@ -80,6 +85,11 @@ type Change struct {
 	// Evict is set when a dead instance's leftovers must be removed before
 	// its replacement is created.
 	Evict bool
+	// Database is the PostgreSQL database a (re)provisioned instance's
+	// role owns ("" means config.DefaultDatabase); PriorDatabase is the
+	// cached one's, shown when a change of name forces a replace.
+	Database      string `json:",omitempty"`
+	PriorDatabase string `json:",omitempty"`
 }
 
 // Plan is the full set of changes, sorted by address. It is pure data: no

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"errors"
+	"sort"
 	"time"
 )
 
@@ -19,6 +21,9 @@ type Record struct {
 	// AvailableExtensions are what the engine reported it could enable,
 	// intersected with the allowlist, per service.
 	AvailableExtensions map[string][]string `json:"available_extensions,omitempty"`
+	// ExtensionVersions holds, per service, the version of each available
+	// extension or module (RediSearch 1.2.0 and 2.x differ in commands).
+	ExtensionVersions map[string]map[string]string `json:"extension_versions,omitempty"`
 	// Credentials per service; the only place besides env/output that holds
 	// secrets.
 	Credentials map[string]Credentials `json:"credentials,omitempty"`
@@ -65,4 +70,24 @@ type Snapshot struct {
 	Lineage string
 	Serial  uint64
 	Records map[string]*Record // by address
+	// Damaged are the records that could not be read, by address: each
+	// error is a *CorruptError or *FutureSchemaError naming the record and
+	// saying how to get out. Only Store.Inspect returns a Snapshot with
+	// any; they are not in Records.
+	Damaged map[string]error
+}
+
+// DamagedError joins the errors of the damaged records, sorted by
+// address; nil when there are none.
+func (s *Snapshot) DamagedError() error {
+	addrs := make([]string, 0, len(s.Damaged))
+	for a := range s.Damaged {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	errs := make([]error, 0, len(addrs))
+	for _, a := range addrs {
+		errs = append(errs, s.Damaged[a])
+	}
+	return errors.Join(errs...)
 }

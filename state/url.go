@@ -28,22 +28,6 @@ func (c Credentials) URL(service string) string {
 	return u.String()
 }
 
-// Attributes are the values outputs and env can refer to for one service:
-// url, host, port, user, password and (postgres) database.
-func (c Credentials) Attributes(service string) map[string]string {
-	attrs := map[string]string{
-		"url":      c.URL(service),
-		"host":     c.Host,
-		"port":     strconv.Itoa(c.Port),
-		"user":     c.User,
-		"password": c.Password.Reveal(),
-	}
-	if c.Database != "" {
-		attrs["database"] = c.Database
-	}
-	return attrs
-}
-
 // String hides the password when credentials are printed by mistake.
 func (c Credentials) String() string {
 	return fmt.Sprintf("%s@%s:%d (password hidden)", c.User, c.Host, c.Port)

@@ -83,6 +83,8 @@ func replaceWhy(ch *plan.Change) string {
 		return "its TTL has expired"
 	case plan.ReasonReplaceByRequest:
 		return "replacement was requested with --replace"
+	case plan.ReasonDatabaseChanged:
+		return fmt.Sprintf("postgres database %q is now named %q", ch.PriorDatabase, databaseName(ch.Database))
 	}
 	return string(ch.Reason)
 }
@@ -142,10 +144,21 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 				lines = append(lines, fmt.Sprintf("      %s %-*s = %s -> %s %s", c.Yellow("~"), w, svc, listText(before), listText(after), c.Red("# forces replacement")))
 			}
 		}
+		if ch.PriorDatabase != "" && ch.PriorDatabase != databaseName(ch.Database) {
+			lines = append(lines, fmt.Sprintf("      %s %-*s = %q -> %q %s", c.Yellow("~"), w, "database", ch.PriorDatabase, databaseName(ch.Database), c.Red("# forces replacement")))
+		}
 		lines = append(lines, fmt.Sprintf("      %s %-*s = (sensitive) -> (rotated)", c.Yellow("~"), w, "credentials"))
 		return append(lines, "    }")
 	}
 	return nil
+}
+
+// databaseName is the database a change provisions.
+func databaseName(db string) string {
+	if db == "" {
+		return config.DefaultDatabase
+	}
+	return db
 }
 
 func width(names []string) int {

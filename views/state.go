@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -39,6 +40,9 @@ func RecordText(w io.Writer, r *state.Record) {
 		fmt.Fprintf(w, "    features             = %s\n", listText(r.Features[svc]))
 		if avail, ok := r.AvailableExtensions[svc]; ok {
 			fmt.Fprintf(w, "    available_extensions = %s\n", listText(avail))
+		}
+		if vs := r.ExtensionVersions[svc]; len(vs) > 0 {
+			fmt.Fprintf(w, "    extension_versions   = %s\n", versionsText(vs))
 		}
 		if c, ok := r.Credentials[svc]; ok {
 			fmt.Fprintf(w, "    endpoint             = %q\n", fmt.Sprintf("%s:%d", c.Host, c.Port))
@@ -80,19 +84,9 @@ type JSONState struct {
 	Sandboxes        []JSONInstance `json:"sandboxes"`
 }
 
-// JSONInstance is one instance without secrets.
-type JSONInstance struct {
-	Address             string              `json:"address"`
-	Project             string              `json:"project"`
-	Services            []string            `json:"services"`
-	Features            config.FeatureSet   `json:"features"`
-	AvailableExtensions map[string][]string `json:"available_extensions"`
-	Endpoints           map[string]string   `json:"endpoints"`
-	Generation          int                 `json:"generation"`
-	CreatedAt           time.Time           `json:"created_at"`
-	ExpiresAt           *time.Time          `json:"expires_at"`
-	OnDemand            bool                `json:"on_demand"`
-}
+// JSONInstance is one instance without secrets: the API's shape, shared
+// with GET /v1/sandboxes.
+type JSONInstance = api.Instance
 
 // NewJSONInstance strips a record down to what may be shown.
 func NewJSONInstance(r *state.Record) JSONInstance {
@@ -102,6 +96,7 @@ func NewJSONInstance(r *state.Record) JSONInstance {
 	if ji.AvailableExtensions == nil {
 		ji.AvailableExtensions = map[string][]string{}
 	}
+	ji.ExtensionVersions = r.Versions()
 	for svc, c := range r.Credentials {
 		ji.Endpoints[svc] = fmt.Sprintf("%s:%d", c.Host, c.Port)
 	}
@@ -130,4 +125,18 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// versionsText renders name → version as {name = "version", …}, sorted.
+func versionsText(vs map[string]string) string {
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s = %q", n, vs[n])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }

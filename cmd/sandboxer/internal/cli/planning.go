@@ -118,23 +118,12 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 		return nil, err
 	}
 	if p.provider != nil {
-		if err := p.provider.Check(ctx, servicesToProvision(p.plan)); err != nil {
-			return nil, err
+		if err := apply.Preflight(ctx, p.provider, p.plan.Changes); err != nil {
+			return nil, unprovidable(f, err, cfg)
 		}
 	}
 	ok = true
 	return p, nil
-}
-
-// servicesToProvision lists the services any create or replace will start.
-func servicesToProvision(p *plan.Plan) []string {
-	seen := config.FeatureSet{}
-	for _, c := range p.Changes {
-		if c.Action == plan.Create || c.Action == plan.CreateThenDelete {
-			seen = seen.Union(c.After.Features)
-		}
-	}
-	return seen.Services()
 }
 
 func parseAddrs(flag string, in []string) ([]config.Address, error) {
