@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/providers/docker"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -174,6 +175,18 @@ func (s *Sandboxer) Broker() *ondemand.Broker {
 func (s *Sandboxer) Reaper() *ondemand.Reaper {
 	return &ondemand.Reaper{Config: s.cfg, Store: s.store, Provider: s.prov,
 		Inventory: engineInventory{s.prov}, Events: s.opts.Events, Now: s.opts.Now}
+}
+
+// Data runs snapshot, restore and reset. Snapshots live in "snapshots"
+// next to the state file (.sandboxer/snapshots by default).
+func (s *Sandboxer) Data() *snapshot.Manager {
+	return &snapshot.Manager{Records: s.store, Engine: s.prov, Store: SnapshotStore(s.store.Path()),
+		Events: s.opts.Events, LockTimeout: s.opts.LockTimeout, Now: s.opts.Now}
+}
+
+// SnapshotStore is the snapshot directory that belongs to a state file.
+func SnapshotStore(statePath string) snapshot.Store {
+	return snapshot.Store{Dir: filepath.Join(filepath.Dir(statePath), "snapshots")}
 }
 
 func (s *Sandboxer) now() time.Time {

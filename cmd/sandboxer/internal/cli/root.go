@@ -120,6 +120,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newExtendCmd(f, nil),
 		newReapCmd(f, nil),
 		newServeCmd(f, nil),
+		newSnapshotCmd(f, nil),
+		newRestoreCmd(f, nil),
+		newResetCmd(f, nil),
 	)
 	return root
 }
