@@ -184,3 +184,19 @@ func (l *lazyProvider) Keep(ctx context.Context, rec *state.Record, service stri
 	}
 	return e.Keep(ctx, rec, service, d)
 }
+
+// RunSQL runs seed SQL through the connected provider.
+func (l *lazyProvider) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
+	p, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	if u, ok := p.(unclosable); ok {
+		p = u.Provider
+	}
+	r, ok := p.(snapshot.SQLRunner)
+	if !ok {
+		return errors.New("this provider cannot run seed SQL")
+	}
+	return r.RunSQL(ctx, rec, files)
+}

@@ -167,7 +167,7 @@ func (s *Sandboxer) Close() error { return s.prov.Close() }
 // Broker is the on-demand broker over this configuration, for callers
 // that serve it (the CLI's serve, package server).
 func (s *Sandboxer) Broker() *ondemand.Broker {
-	return &ondemand.Broker{Config: s.cfg, Catalog: s.cat, Store: s.store, Provider: s.prov,
+	return &ondemand.Broker{Config: s.cfg, Catalog: s.cat, Store: s.store, Provider: s.prov, Data: s.mover(),
 		Events: s.opts.Events, Now: s.opts.Now, LockTimeout: s.opts.LockTimeout}
 }
 
@@ -182,6 +182,11 @@ func (s *Sandboxer) Reaper() *ondemand.Reaper {
 func (s *Sandboxer) Data() *snapshot.Manager {
 	return &snapshot.Manager{Records: s.store, Engine: s.prov, Store: SnapshotStore(s.store.Path()),
 		Events: s.opts.Events, LockTimeout: s.opts.LockTimeout, Now: s.opts.Now}
+}
+
+// mover seeds and carries data for the executors this library runs.
+func (s *Sandboxer) mover() snapshot.Mover {
+	return snapshot.Mover{Engine: s.prov, SQL: s.prov, Store: SnapshotStore(s.store.Path()), Dir: s.dir}
 }
 
 // SnapshotStore is the snapshot directory that belongs to a state file.

@@ -17,6 +17,7 @@ type RequestOptions struct {
 	Addr       string
 	Key        string
 	Extensions []string
+	CarryData  bool
 	TTL        string
 	JSON       bool
 }
@@ -47,6 +48,7 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 	fs := cmd.Flags()
 	opts.OnDemand.bind(fs, ondemand.DefaultLockTimeout)
 	fs.StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
+	fs.BoolVar(&opts.CarryData, "carry-data", false, "if the instance must be replaced, carry its data (every service) into the new one")
 	fs.StringArrayVar(&opts.Extensions, "extensions", nil, "extra features for this call, `SERVICE=F1,F2` (repeatable)")
 	fs.StringVar(&opts.TTL, "ttl", "", "lifetime from now, overriding the block's ttl (e.g. 30m, 4h, 2d; at most 30d)")
 	fs.BoolVar(&opts.JSON, "json", false, "print one JSON object")
@@ -65,7 +67,7 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 	}
 	defer s.close()
 	res, err := s.broker().Request(f.hard, ondemand.Request{
-		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL})
+		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL, CarryData: opts.CarryData})
 	if err != nil {
 		return err
 	}
