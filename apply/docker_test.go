@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/state"
@@ -42,13 +43,14 @@ type dockerFixture struct {
 
 func newDockerFixture(t *testing.T, cfg *config.Provider) *dockerFixture {
 	t.Helper()
+	testenv.RequireDocker(t)
 	ctx := context.Background()
 	prov, err := docker.New(ctx, cfg, config.DefaultCatalog())
 	if err != nil {
 		t.Fatalf("docker provider (these tests need the engine and the local images): %v", err)
 	}
 	t.Cleanup(func() { prov.Close() })
-	if err := prov.Check(ctx, []string{"postgres", "redis"}); err != nil {
+	if _, err := prov.Check(ctx, []string{"postgres", "redis"}); err != nil {
 		t.Fatalf("test images missing (run `make images`): %v", err)
 	}
 	st := state.Open(filepath.Join(t.TempDir(), "state.db"))

@@ -19,6 +19,8 @@ type RequestOptions struct {
 	Extensions []string
 	CarryData  bool
 	TTL        string
+	Profile    string
+	Prefix     string
 	JSON       bool
 }
 
@@ -35,8 +37,10 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 			"Prints shell exports (eval \"$(sandboxer request sandbox.agent --key dev-7)\"),\n" +
 			"or with --json the object of SPEC §8.",
 		Example: "  sandboxer request sandbox.agent --key dev-7 --extensions postgres=vector --ttl 2h --json\n" +
+			"  sandboxer request sandbox.agent --key rag-1 --profile rag --prefix ROBOCO_TEST_\n" +
 			"  sandboxer request 'sandbox.agent[\"dev-7\"]'",
-		Args: rangeArgs(1, 1),
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrOnDemand),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {
@@ -51,6 +55,8 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 	fs.BoolVar(&opts.CarryData, "carry-data", false, "if the instance must be replaced, carry its data (every service) into the new one")
 	fs.StringArrayVar(&opts.Extensions, "extensions", nil, "extra features for this call, `SERVICE=F1,F2` (repeatable)")
 	fs.StringVar(&opts.TTL, "ttl", "", "lifetime from now, overriding the block's ttl (e.g. 30m, 4h, 2d; at most 30d)")
+	fs.StringVar(&opts.Profile, "profile", "", "ask for the `NAME`d profile of the block's project (its services and extensions)")
+	fs.StringVar(&opts.Prefix, "prefix", "", "start variable names with `PREFIX` instead of the block's env_prefix or SANDBOXER_ (e.g. ROBOCO_TEST_)")
 	fs.BoolVar(&opts.JSON, "json", false, "print one JSON object")
 	return cmd
 }
@@ -67,9 +73,10 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 	}
 	defer s.close()
 	res, err := s.broker().Request(f.hard, ondemand.Request{
-		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL, CarryData: opts.CarryData})
+		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL,
+		Profile: opts.Profile, Prefix: opts.Prefix, CarryData: opts.CarryData})
 	if err != nil {
-		return err
+		return unprovidable(f, err, s.cfg)
 	}
 	how := "provisioned"
 	if res.Reused {
@@ -82,5 +89,5 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return views.Env(f.IO.Out, f.IO.Err, res.Record, "", "shell")
+	return views.Env(f.IO.Out, f.IO.Err, res.Record, res.Prefix, "shell")
 }

@@ -40,6 +40,7 @@ func Main() int {
 			return nil, err
 		}
 		p.PullProgress = f.IO.Err // stdout stays the plan
+		p.SetCacheDir(cacheDir(f))
 		return p, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -124,5 +125,6 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newRestoreCmd(f, nil),
 		newResetCmd(f, nil),
 	)
+	completeAddressFlags(f, root)
 	return root
 }
