@@ -24,6 +24,12 @@ type RequestBody struct {
 	Extensions map[string][]string `json:"extensions,omitempty"`
 	// TTL overrides the block's ttl ("" keeps it), e.g. "2h".
 	TTL string `json:"ttl,omitempty"`
+	// Profile names a profile of the block's project: its services
+	// (when it names any) replace the block's, its extensions are added.
+	Profile string `json:"profile,omitempty"`
+	// Prefix starts the names in the answer's Env ("" keeps the block's
+	// env_prefix, else SANDBOXER_), e.g. "ROBOCO_TEST_".
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // ReleaseBody is POST /v1/release's body.
