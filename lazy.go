@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -35,10 +36,10 @@ func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
 	return p, nil
 }
 
-func (l *lazyProvider) Check(ctx context.Context, services []string) error {
+func (l *lazyProvider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
 	p, err := l.get(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return p.Check(ctx, services)
 }
@@ -126,7 +127,7 @@ func (e engineInventory) ListManaged(ctx context.Context, lineage string) ([]ond
 	}
 	out := make([]ondemand.Resource, len(items))
 	for i, it := range items {
-		out[i] = ondemand.Resource{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Generation: it.Generation}
+		out[i] = ondemand.Resource{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Lineage: it.Lineage, Generation: it.Generation}
 	}
 	return out, nil
 }
@@ -138,7 +139,7 @@ func (e engineInventory) DeleteManaged(ctx context.Context, items []ondemand.Res
 	}
 	in := make([]docker.Managed, len(items))
 	for i, it := range items {
-		in[i] = docker.Managed{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Generation: it.Generation}
+		in[i] = docker.Managed{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Lineage: it.Lineage, Generation: it.Generation}
 	}
 	return m.DeleteManaged(ctx, in)
 }

@@ -24,8 +24,8 @@ type RequestBody struct {
 	Extensions map[string][]string `json:"extensions,omitempty"`
 	// TTL overrides the block's ttl ("" keeps it), e.g. "2h".
 	TTL string `json:"ttl,omitempty"`
-	// Profile names a profile of the block's project: its services
-	// (when it names any) replace the block's, its extensions are added.
+	// Profile names a profile of the block's project: its services (when
+	// it names any) replace the block's, its extensions are added.
 	Profile string `json:"profile,omitempty"`
 	// Prefix starts the names in the answer's Env ("" keeps the block's
 	// env_prefix, else SANDBOXER_), e.g. "ROBOCO_TEST_".
@@ -54,8 +54,13 @@ type Sandbox struct {
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`
 	AvailableExtensions map[string][]string `json:"available_extensions"`
-	// Env maps SANDBOXER_<SERVICE>_{URL,HOST,PORT,USER,PASSWORD,DB} to
-	// their values. It holds secrets.
+	// ExtensionVersions maps a service to each available extension's
+	// version (RediSearch 1.2.0 and 2.x take different commands). A
+	// sibling of available_extensions, which keeps its list shape.
+	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
+	// Env maps <PREFIX><SERVICE>_{URL,HOST,PORT,USER,PASSWORD,DB} to
+	// their values (PREFIX: the request's, else the block's env_prefix,
+	// else SANDBOXER_). It holds secrets.
 	Env map[string]string `json:"env"`
 	// ExpiresAt is nil for an instance without a ttl.
 	ExpiresAt *time.Time `json:"expires_at"`
@@ -69,6 +74,10 @@ type Instance struct {
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`
 	AvailableExtensions map[string][]string `json:"available_extensions"`
+	// ExtensionVersions maps a service to each available extension's
+	// version (RediSearch 1.2.0 and 2.x take different commands). A
+	// sibling of available_extensions, which keeps its list shape.
+	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
 	// Endpoints maps a service to host:port.
 	Endpoints  map[string]string `json:"endpoints"`
 	Generation int               `json:"generation"`

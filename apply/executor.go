@@ -280,8 +280,9 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, 
 	rec := &state.Record{
 		Address: ch.Addr.String(), Project: ch.Project,
 		Services: ch.After.Services, Features: ch.After.Features,
-		AvailableExtensions: made.AvailableExtensions, Credentials: made.Credentials,
-		Resources: made.Resources, CreatedAt: now, Generation: gen,
+		AvailableExtensions: made.AvailableExtensions, ExtensionVersions: made.ExtensionVersions,
+		Credentials: made.Credentials,
+		Resources:   made.Resources, CreatedAt: now, Generation: gen,
 	}
 	if ch.TTL > 0 {
 		rec.ExpiresAt = now.Add(ch.TTL)

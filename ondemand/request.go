@@ -167,6 +167,15 @@ func (b *Broker) checkExtensions(p *config.Project, ext map[string][]string) (co
 // could not record. The caller holds the instance lock.
 func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefix string) (*Result, error) {
 	addr := t.String()
+	// Images and features are checked before anything is made, as plan
+	// does for apply.
+	if err := apply.Preflight(ctx, b.Provider, []*plan.Change{ch}); err != nil {
+		var ue *plan.UnprovidableError
+		if errors.As(err, &ue) {
+			return nil, &Error{Kind: Unavailable, Msg: ue.Error(), Err: err}
+		}
+		return nil, err
+	}
 	lineage, err := b.Store.EnsureLineage(ctx)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ func fullRecord() *Record {
 		Services:            []string{"postgres", "redis"},
 		Features:            map[string][]string{"postgres": {"pg_trgm"}, "redis": {}},
 		AvailableExtensions: map[string][]string{"postgres": {"citext", "vector"}},
+		ExtensionVersions:   map[string]map[string]string{"postgres": {"citext": "1.6", "vector": ""}, "redis": nil},
 		Credentials: map[string]Credentials{"postgres": {
 			Host: "127.0.0.1", Port: 5432, User: "app", Password: "p\\w\"d", Database: "app",
 			AdminUser: "admin", AdminPassword: "a\u2028b",

@@ -21,6 +21,9 @@ type Record struct {
 	// AvailableExtensions are what the engine reported it could enable,
 	// intersected with the allowlist, per service.
 	AvailableExtensions map[string][]string `json:"available_extensions,omitempty"`
+	// ExtensionVersions holds, per service, the version of each available
+	// extension or module (RediSearch 1.2.0 and 2.x differ in commands).
+	ExtensionVersions map[string]map[string]string `json:"extension_versions,omitempty"`
 	// Credentials per service; the only place besides env/output that holds
 	// secrets.
 	Credentials map[string]Credentials `json:"credentials,omitempty"`

@@ -118,8 +118,8 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 		return nil, err
 	}
 	if p.provider != nil {
-		if err := p.provider.Check(ctx, p.plan.ServicesToStart()); err != nil {
-			return nil, err
+		if err := apply.Preflight(ctx, p.provider, p.plan.Changes); err != nil {
+			return nil, unprovidable(f, err, cfg)
 		}
 	}
 	ok = true

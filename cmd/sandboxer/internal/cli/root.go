@@ -40,6 +40,7 @@ func Main() int {
 			return nil, err
 		}
 		p.PullProgress = f.IO.Err // stdout stays the plan
+		p.SetCacheDir(cacheDir(f))
 		return p, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -121,5 +122,6 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newReapCmd(f, nil),
 		newServeCmd(f, nil),
 	)
+	completeAddressFlags(f, root)
 	return root
 }
