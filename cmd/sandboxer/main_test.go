@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/sandboxer/sandboxer/cmd/sandboxer/internal/cli"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -30,15 +31,28 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // TestScripts runs the end-to-end CLI scenarios in testdata/script.
 // SANDBOXER_UPDATE_GOLDEN=1 rewrites `cmp stdout` golden files in place.
+//
+// Scenarios that need the engine start with `[!docker] skip`; with
+// SANDBOXER_REQUIRE_DOCKER=1 (CI) a missing engine fails the run instead.
 func TestScripts(t *testing.T) {
 	// One image-inspection cache for the whole run (HOME is /no-home in a
 	// script): each image is inspected once, not once per script.
 	cache := t.TempDir()
+	noDocker := testenv.DockerUnavailable()
+	if noDocker != "" && testenv.Required() {
+		t.Fatalf("%s, and %s=1 requires one", noDocker, testenv.RequireEnv)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		UpdateScripts:       os.Getenv("SANDBOXER_UPDATE_GOLDEN") != "",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
+		Condition: func(cond string) (bool, error) {
+			if cond == "docker" {
+				return noDocker == "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
 			env.Setenv("SANDBOXER_CACHE_DIR", cache)
@@ -49,7 +63,7 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
-		Cmds: mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
 			"holdlock":   cmdHoldLock,
 			"pgcheck":    cmdPgCheck,
@@ -59,16 +73,17 @@ func TestScripts(t *testing.T) {
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
 			"capsclaim":  cmdCapsClaim,
-		}),
+		})),
 	})
 }
 
 // cmdSeedState writes a state record without Docker, for plan scenarios:
 //
-//	seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N] [creds]
+//	seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N] [creds] [db=NAME]
 //
 // creds gives every service fixed fake credentials (password
-// "s3cr3t-SERVICE'quoted"), for env and secrecy scenarios.
+// "s3cr3t-SERVICE'quoted"), for env and secrecy scenarios; db=NAME names
+// the postgres database in them (default app).
 func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N] [creds]")
@@ -76,8 +91,11 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 	rec := &state.Record{Address: args[1], Project: "seeded", Features: map[string][]string{},
 		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Generation: 1}
 	withCreds := false
+	database := "app"
 	for _, a := range args[2:] {
 		switch {
+		case strings.HasPrefix(a, "db="):
+			database = strings.TrimPrefix(a, "db=")
 		case a == "expired":
 			rec.ExpiresAt = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 		case a == "creds":
@@ -101,7 +119,7 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 			c := state.Credentials{Host: "127.0.0.1", Port: 40000 + i, User: "app",
 				Password: state.Secret("s3cr3t-" + svc + "'quoted"), AdminUser: "sbx_admin", AdminPassword: "adm1n-secret"}
 			if svc == "postgres" {
-				c.Database = "app"
+				c.Database = database
 			}
 			rec.Credentials[svc] = c
 		}

@@ -28,7 +28,7 @@ func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.I
 	if err != nil {
 		return plan.ImageCapabilities{}, err
 	}
-	creds, err := p.newCredentials([]string{"redis"})
+	creds, err := p.newCredentials([]string{"redis"}, "")
 	if err != nil {
 		return plan.ImageCapabilities{}, err
 	}

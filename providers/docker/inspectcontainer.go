@@ -47,7 +47,7 @@ func (p *Provider) createInspection(ctx context.Context, spec inspectSpec) (stri
 	}
 	if spec.Port != "" {
 		cfg.ExposedPorts = nat.PortSet{spec.Port: struct{}{}}
-		host.NetworkMode = defaultNetwork
+		host.NetworkMode = "bridge" // the default bridge: a throwaway server needs no lineage network
 		host.PortBindings = nat.PortMap{spec.Port: []nat.PortBinding{{HostIP: loopback}}}
 	}
 	if p.cfg.MemoryMB > 0 {

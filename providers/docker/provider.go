@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -43,6 +44,14 @@ type Provider struct {
 	// PullProgress, when set, receives Docker's pull progress (the same
 	// lines `docker pull` prints) while Check fetches a missing image.
 	PullProgress io.Writer
+
+	// nets collapses concurrent lookups of a lineage's network into one
+	// engine round trip (network.go).
+	nets singleflight.Group
+
+	// afterContainerCreate, when set (tests only), runs after a service's
+	// container is created and before it starts.
+	afterContainerCreate func(service string)
 
 	// caps remembers what each image provides (capabilities.go).
 	caps capCache
