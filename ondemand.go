@@ -24,11 +24,10 @@ type RequestOptions struct {
 	Extensions map[string][]string
 	// TTL overrides the block's ttl, e.g. "2h" (at most 30d).
 	TTL string
-	// Profile names a profile of the block's project (its services and
-	// extensions), e.g. "rag".
+	// Profile names a profile of the block's project.
 	Profile string
-	// Prefix starts the names in Sandbox.Env instead of the block's
-	// env_prefix or SANDBOXER_, e.g. "ROBOCO_TEST_".
+	// Prefix starts the names in Env ("" keeps the block's env_prefix,
+	// else SANDBOXER_).
 	Prefix string
 }
 
@@ -37,8 +36,7 @@ type RequestOptions struct {
 // (Reused), a dead one is re-provisioned, a lacking one replaced with
 // rotated credentials.
 func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOptions) (*Sandbox, error) {
-	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL,
-		Profile: o.Profile, Prefix: o.Prefix})
+	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL, Profile: o.Profile, Prefix: o.Prefix})
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -177,10 +177,12 @@ func serveLogger(f *Factory, format string) *slog.Logger {
 }
 
 // runJanitor reaps every interval until stop closes; a pass in progress
-// finishes first.
+// finishes first. A damaged record is logged when it is first seen (and
+// again after it was gone), not on every pass.
 func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	warned := map[string]bool{}
 	for {
 		select {
 		case <-stop:
@@ -193,8 +195,25 @@ func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, 
 		if err != nil {
 			logger.Error("reap failed", "error", err.Error())
 		}
-		if rep != nil && (len(rep.Expired) > 0 || len(rep.Orphans) > 0) {
+		if rep == nil {
+			continue
+		}
+		warned = warnDamaged(logger, rep.Damaged, warned)
+		if len(rep.Expired) > 0 || len(rep.Orphans) > 0 {
 			logger.Info("reap", "expired", len(rep.Expired), "orphans", len(rep.Orphans), "skipped", len(rep.Skipped))
 		}
 	}
+}
+
+// warnDamaged logs the damaged records not in warned, and returns the set
+// seen this pass.
+func warnDamaged(logger *slog.Logger, damaged []ondemand.Damaged, warned map[string]bool) map[string]bool {
+	seen := make(map[string]bool, len(damaged))
+	for _, d := range damaged {
+		seen[d.Address] = true
+		if !warned[d.Address] {
+			logger.Warn("reap: left alone, its state record cannot be read", "address", d.Address, "error", fmt.Sprint(d.Err))
+		}
+	}
+	return seen
 }
