@@ -2,6 +2,9 @@
 # machine; `make test` runs vet, the whole test suite and a short fuzz.
 GO       ?= go
 FUZZTIME ?= 20s
+# The state-file fuzz (damaged bbolt files) is slower per case: 10 s
+# runs a few hundred cases on top of its seed corpus.
+STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
 .PHONY: build images test vet unit fuzz bench run clean
@@ -23,6 +26,7 @@ unit:
 
 fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
+	$(GO) test ./state -run '^$$' -fuzz FuzzStateFile -fuzztime $(STATE_FUZZTIME)
 
 test: images vet unit fuzz
 
