@@ -51,6 +51,9 @@ type Broker struct {
 	Catalog  *config.Catalog
 	Store    Store
 	Provider apply.Provider
+	// Data seeds new instances and carries data across replaces (nil:
+	// a seed or carry fails the request).
+	Data apply.DataMover
 	// Events hears every transition; nil discards them.
 	Events events.Sink
 	// Now is the clock (default time.Now).
