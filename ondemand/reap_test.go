@@ -37,7 +37,7 @@ func TestReap(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	for _, key := range []string{"short", "long", "busy"} {
-		ttl := "2s"
+		ttl := "2m"
 		if key == "long" {
 			ttl = "1h"
 		}
@@ -58,7 +58,7 @@ func TestReap(t *testing.T) {
 		{Kind: "container", Name: "busy-g2", Address: `sandbox.agent["busy"]`, Generation: 2}, // in flight
 		{Kind: "container", Name: "dev-g2", Address: "sandbox.dev", Generation: 2},
 	}}
-	e.advance(3 * time.Second)
+	e.advance(3 * time.Minute)
 	// Another command works on "busy" right now.
 	unlock, err := e.store.LockInstance(ctx, `sandbox.agent["busy"]`, "request", 0)
 	if err != nil {
