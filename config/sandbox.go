@@ -20,6 +20,9 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "for_each"},
 		{Name: "database"},
 		{Name: "env_prefix"},
+		{Name: "seed_sql"},
+		{Name: "seed_snapshot"},
+		{Name: "carry_data"},
 	},
 }
 
@@ -194,6 +197,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 	}
 	fw, more := l.decodeFrameworkSettings(content, sc, opted, owner)
 	diags = append(diags, more...)
+	data, more := l.decodeDataSettings(content, sc, owner)
+	diags = append(diags, more...)
 	if p == nil {
 		return nil, diags
 	}
@@ -209,6 +214,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		OnDemand:  sb.OnDemand,
 		Database:  or(fw.Database, p.Database),
 		EnvPrefix: or(fw.EnvPrefix, p.EnvPrefix),
+		Seed:      mergeSeed(data.Seed, p.Seed),
+		CarryData: data.CarryData,
 		DeclRange: sb.DeclRange,
 	}, diags
 }
