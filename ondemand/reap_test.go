@@ -136,7 +136,7 @@ func TestReapSkipsDamagedRecord(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	for _, key := range []string{"short", "bad"} {
-		if _, err := e.b.Request(ctx, Request{Address: "sandbox.agent", Key: key, TTL: "2s"}); err != nil {
+		if _, err := e.b.Request(ctx, Request{Address: "sandbox.agent", Key: key, TTL: "2m"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,7 +158,7 @@ func TestReapSkipsDamagedRecord(t *testing.T) {
 		{Kind: "container", Name: "bad-g1", Address: bad, Generation: 1},
 		{Kind: "container", Name: "gone-g1", Address: `sandbox.agent["gone"]`, Generation: 1},
 	}}
-	e.advance(3 * time.Second)
+	e.advance(3 * time.Minute)
 	r := &Reaper{Config: e.b.Config, Store: e.store, Provider: e.prov, Inventory: inv, Events: e.ev, Now: e.clock}
 	rep, err := r.Reap(ctx)
 	if err != nil {
