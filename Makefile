@@ -29,7 +29,7 @@ fuzz:
 test: images vet unit fuzz
 
 bench: images build
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./plan ./cmd/sandboxer/... ./state
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
 	$(GO) run ./scripts/benchscale -bin $(BIN) -n $(SCALE_N)
