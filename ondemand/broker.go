@@ -22,6 +22,7 @@ type Store interface {
 	Put(ctx context.Context, rec *state.Record) error
 	Delete(ctx context.Context, addr string) error
 	Snapshot(ctx context.Context) (*state.Snapshot, error)
+	Inspect(ctx context.Context) (*state.Snapshot, error)
 	EnsureLineage(ctx context.Context) (string, error)
 	Lock(ctx context.Context, operation string, timeout time.Duration) (func() error, error)
 	LockInstance(ctx context.Context, addr, operation string, timeout time.Duration) (func() error, error)
