@@ -63,7 +63,7 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
-		Cmds: mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
 			"holdlock":   cmdHoldLock,
 			"pgcheck":    cmdPgCheck,
@@ -73,7 +73,7 @@ func TestScripts(t *testing.T) {
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
 			"capsclaim":  cmdCapsClaim,
-		}),
+		})),
 	})
 }
 
