@@ -110,7 +110,7 @@ func (s *Sandboxer) Apply(ctx context.Context, p *plan.Plan, o ApplyOptions) (ap
 	if par <= 0 {
 		par = 10
 	}
-	e := &apply.Executor{Provider: prov, Store: s.store, Lineage: lineage, Hook: o.Hook, Parallelism: par, Now: s.opts.Now}
+	e := &apply.Executor{Provider: prov, Store: s.store, Lineage: lineage, Hook: o.Hook, Parallelism: par, Now: s.opts.Now, Data: s.mover()}
 	res, err := e.Apply(ctx, nil, p)
 	return res, classify(err)
 }

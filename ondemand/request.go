@@ -23,7 +23,7 @@ type Request struct {
 	// the project's standing set. A service listed here is requested even
 	// when the block's services do not name it (it must be opted in).
 	Extensions map[string][]string
-	// TTL overrides the block's ttl ("" keeps it): positive, ≤ MaxTTL.
+	// TTL overrides the block's ttl ("" keeps it): from config.MinTTL to MaxTTL.
 	TTL string
 	// Profile names a profile of the block's project: its services (when
 	// it names any) replace the block's, its extensions are added.
@@ -31,6 +31,9 @@ type Request struct {
 	// Prefix starts the variable names of Result.Env ("" keeps the
 	// block's env_prefix, else SANDBOXER_).
 	Prefix string
+	// CarryData: a replace of the live instance carries its data into the
+	// new one (as carry_data = true on the block does).
+	CarryData bool
 }
 
 // Request ensures the instance exists and covers what is asked, by the
@@ -66,7 +69,7 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := plan.Options{Now: b.now()}
+	opts := plan.Options{Now: b.now(), CarryData: req.CarryData}
 	ch := plan.Decide(in, rec, nil, opts)
 	if ch.Action == plan.NoOp {
 		perr := b.Provider.Probe(ctx, rec)
@@ -182,7 +185,7 @@ func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefi
 	}
 	e := &apply.Executor{
 		Provider: b.Provider, Store: onDemandStore{b.Store}, Lineage: lineage,
-		Parallelism: 1, Now: b.Now,
+		Parallelism: 1, Now: b.Now, Data: b.Data,
 	}
 	if _, err := e.Apply(ctx, nil, &plan.Plan{Changes: []*plan.Change{ch}}); err != nil {
 		b.emit(events.Failed, t.addr, ch.PriorGeneration+1, err.Error())

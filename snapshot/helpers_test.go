@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -36,6 +38,7 @@ type engine struct {
 
 func newEngine(t testing.TB) *engine {
 	t.Helper()
+	testenv.RequireDocker(t)
 	ctx := context.Background()
 	modules := map[string]string{}
 	if m := envOr("SANDBOXER_TEST_REDIS_SEARCH_MODULE", "/usr/lib/redis/modules/redisearch.so"); m != "" {
@@ -132,4 +135,14 @@ func rdb(t testing.TB, rec *state.Record) *redis.Client {
 
 func itoa(n int) string {
 	return strconv.Itoa(n)
+}
+
+func sha256File(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -35,7 +35,20 @@ type upgradeStep struct {
 // (the first entry would be {from: 1, apply: upgradeV1ToV2}). Version 1 is
 // the first layout ever written, so there is nothing to upgrade yet. It is a
 // function rather than a variable so that nothing can change it at run time.
-func recordUpgrades() []upgradeStep { return nil }
+func recordUpgrades() []upgradeStep {
+	return []upgradeStep{{from: 1, apply: upgradeV1ToV2}}
+}
+
+// upgradeV1ToV2: version 2 added seed_digest. A version 1 record was
+// provisioned before seeds existed, so it had none: the field stays
+// absent (empty), and a configuration that names a seed plans a
+// seed_changed replace for it.
+func upgradeV1ToV2(obj map[string]json.RawMessage) error {
+	if _, ok := obj["seed_digest"]; ok {
+		return fmt.Errorf("a version 1 record has no seed_digest field")
+	}
+	return nil
+}
 
 // upgradeRecord brings obj from version from to version to, one step at a
 // time, stamping the version after each step.

@@ -62,6 +62,9 @@ func decodeCurrent(data []byte, names *interner) (rec *Record, ok bool) {
 		case "generation":
 			fields.once(r, 11)
 			rec.Generation = r.int()
+		case "seed_digest":
+			fields.once(r, 13)
+			rec.SeedDigest = r.str()
 		default:
 			r.fail()
 		}

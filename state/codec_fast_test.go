@@ -28,7 +28,7 @@ func fullRecord() *Record {
 		Resources:  Resources{Network: "net", Containers: map[string]string{"postgres": "c1"}, Volumes: []string{"v1"}},
 		CreatedAt:  at,
 		ExpiresAt:  at.Add(time.Hour),
-		Generation: -3,
+		Generation: -3, SeedDigest: "sha256:ab",
 	}
 }
 
@@ -76,43 +76,43 @@ func TestDecodeCurrentAgreesWithStrict(t *testing.T) {
 		{name: "full", data: string(full), fast: true},
 		{name: "sample", data: string(sample), fast: true},
 		{name: "zero record", data: string(empty), fast: true},
-		{name: "spaced and reordered", data: " {\n \"generation\" : 2 ,\t\"schema_version\":1, \"address\":\"a\" }\r\n", fast: true},
-		{name: "nulls", data: `{"schema_version":1,"address":null,"services":null,"features":{"redis":null},"credentials":{"pg":null},"resources":null,"created_at":null,"on_demand":null,"generation":null}`, fast: true},
-		{name: "null in a list", data: `{"schema_version":1,"services":["a",null]}`, fast: true},
-		{name: "empty collections", data: `{"schema_version":1,"services":[],"features":{},"resources":{"containers":{},"volumes":[]}}`, fast: true},
-		{name: "escaped map key", data: `{"schema_version":1,"features":{"p\u006fstgres":["x"]}}`, fast: true},
-		{name: "invalid UTF-8", data: "{\"schema_version\":1,\"address\":\"a\xffb\"}", fast: true},
-		{name: "lone surrogate", data: `{"schema_version":1,"address":"\ud800"}`, fast: true},
-		{name: "negative zero", data: `{"schema_version":1,"generation":-0}`, fast: true},
-		{name: "min int", data: `{"schema_version":1,"generation":-9223372036854775808}`, fast: true},
+		{name: "spaced and reordered", data: " {\n \"generation\" : 2 ,\t\"schema_version\":2, \"address\":\"a\" }\r\n", fast: true},
+		{name: "nulls", data: `{"schema_version":2,"address":null,"services":null,"features":{"redis":null},"credentials":{"pg":null},"resources":null,"created_at":null,"on_demand":null,"generation":null}`, fast: true},
+		{name: "null in a list", data: `{"schema_version":2,"services":["a",null]}`, fast: true},
+		{name: "empty collections", data: `{"schema_version":2,"services":[],"features":{},"resources":{"containers":{},"volumes":[]}}`, fast: true},
+		{name: "escaped map key", data: `{"schema_version":2,"features":{"p\u006fstgres":["x"]}}`, fast: true},
+		{name: "invalid UTF-8", data: "{\"schema_version\":2,\"address\":\"a\xffb\"}", fast: true},
+		{name: "lone surrogate", data: `{"schema_version":2,"address":"\ud800"}`, fast: true},
+		{name: "negative zero", data: `{"schema_version":2,"generation":-0}`, fast: true},
+		{name: "min int", data: `{"schema_version":2,"generation":-9223372036854775808}`, fast: true},
 
 		{name: "no version", data: `{"address":"a"}`},
 		{name: "old version", data: `{"schema_version":0,"address":"a"}`},
-		{name: "future version", data: `{"schema_version":2,"address":"a"}`},
-		{name: "version twice", data: `{"schema_version":2,"schema_version":1}`},
-		{name: "field twice", data: `{"schema_version":1,"address":"a","address":"b"}`},
-		{name: "map key twice", data: `{"schema_version":1,"features":{"a":[],"a":["x"]}}`},
-		{name: "map key twice, escaped", data: `{"schema_version":1,"features":{"a":[],"\u0061":["x"]}}`},
-		{name: "unknown field", data: `{"schema_version":1,"bogus":1}`},
-		{name: "unknown nested field", data: `{"schema_version":1,"resources":{"bogus":1}}`},
-		{name: "key in another case", data: `{"schema_version":1,"Address":"a"}`},
-		{name: "escaped key", data: `{"schema_version":1,"addr\u0065ss":"a"}`},
-		{name: "fraction", data: `{"schema_version":1,"generation":1.0}`},
-		{name: "exponent", data: `{"schema_version":1,"generation":1e2}`},
-		{name: "leading zero", data: `{"schema_version":1,"generation":01}`},
-		{name: "overflow", data: `{"schema_version":1,"generation":9223372036854775808}`},
-		{name: "string for int", data: `{"schema_version":1,"generation":"1"}`},
-		{name: "number for string", data: `{"schema_version":1,"address":1}`},
-		{name: "bad time", data: `{"schema_version":1,"created_at":"yesterday"}`},
-		{name: "number for time", data: `{"schema_version":1,"created_at":0}`},
-		{name: "trailing data", data: `{"schema_version":1} {}`},
-		{name: "trailing comma", data: `{"schema_version":1,}`},
-		{name: "control character", data: "{\"schema_version\":1,\"address\":\"a\tb\"}"},
-		{name: "truncated", data: `{"schema_version":1,"services":["a"`},
-		{name: "truncated number", data: `{"schema_version":1,"generation":`},
+		{name: "future version", data: `{"schema_version":3,"address":"a"}`},
+		{name: "version twice", data: `{"schema_version":3,"schema_version":2}`},
+		{name: "field twice", data: `{"schema_version":2,"address":"a","address":"b"}`},
+		{name: "map key twice", data: `{"schema_version":2,"features":{"a":[],"a":["x"]}}`},
+		{name: "map key twice, escaped", data: `{"schema_version":2,"features":{"a":[],"\u0061":["x"]}}`},
+		{name: "unknown field", data: `{"schema_version":2,"bogus":1}`},
+		{name: "unknown nested field", data: `{"schema_version":2,"resources":{"bogus":1}}`},
+		{name: "key in another case", data: `{"schema_version":2,"Address":"a"}`},
+		{name: "escaped key", data: `{"schema_version":2,"addr\u0065ss":"a"}`},
+		{name: "fraction", data: `{"schema_version":2,"generation":1.0}`},
+		{name: "exponent", data: `{"schema_version":2,"generation":1e2}`},
+		{name: "leading zero", data: `{"schema_version":2,"generation":01}`},
+		{name: "overflow", data: `{"schema_version":2,"generation":9223372036854775808}`},
+		{name: "string for int", data: `{"schema_version":2,"generation":"1"}`},
+		{name: "number for string", data: `{"schema_version":2,"address":1}`},
+		{name: "bad time", data: `{"schema_version":2,"created_at":"yesterday"}`},
+		{name: "number for time", data: `{"schema_version":2,"created_at":0}`},
+		{name: "trailing data", data: `{"schema_version":2} {}`},
+		{name: "trailing comma", data: `{"schema_version":2,}`},
+		{name: "control character", data: "{\"schema_version\":2,\"address\":\"a\tb\"}"},
+		{name: "truncated", data: `{"schema_version":2,"services":["a"`},
+		{name: "truncated number", data: `{"schema_version":2,"generation":`},
 		{name: "not an object", data: `[1]`},
 		{name: "empty", data: ``},
-		{name: "misspelled null", data: `{"schema_version":1,"address":nul}`},
+		{name: "misspelled null", data: `{"schema_version":2,"address":nul}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,7 +143,7 @@ func FuzzDecodeCurrent(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	f.Add([]byte(`{"schema_version":1,"features":{"redis":null},"generation":-0}`))
+	f.Add([]byte(`{"schema_version":2,"features":{"redis":null},"generation":-0}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, ok := decodeCurrent(data, newInterner())
 		if !ok {

@@ -70,15 +70,15 @@ func TestDecodeRecordUpgradeChain(t *testing.T) {
 		},
 		{name: "no step for v0", data: v0, wantErr: "no upgrade from schema version 0 to 1"},
 		{name: "step fails", data: `{"schema_version":0,"address":"a"}`, steps: testSteps, wantErr: "upgrade schema version 0 to 1: no service"},
-		{name: "future version", data: `{"schema_version":2,"address":"a","new_field":1}`, wantErr: "schema version 2, written by a newer sandboxer"},
+		{name: "future version", data: `{"schema_version":3,"address":"a","new_field":1}`, wantErr: "schema version 3, written by a newer sandboxer"},
 		{name: "no version", data: `{"address":"a"}`, wantErr: "no schema_version field"},
-		{name: "unknown field at current version", data: `{"schema_version":1,"address":"a","bogus":1}`, wantErr: `unknown field "bogus"`},
-		{name: "trailing data", data: `{"schema_version":1,"address":"a"} {}`, wantErr: "after top-level value"},
+		{name: "unknown field at current version", data: `{"schema_version":2,"address":"a","bogus":1}`, wantErr: `unknown field "bogus"`},
+		{name: "trailing data", data: `{"schema_version":2,"address":"a"} {}`, wantErr: "after top-level value"},
 		{name: "not JSON", data: `garbage`, wantErr: "invalid character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeRecord([]byte(tt.data), 1, tt.steps, nil)
+			got, err := decodeRecord([]byte(tt.data), SchemaVersion, append(tt.steps, recordUpgrades()...), nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -99,7 +99,7 @@ func TestDecodeRecordUpgradeChain(t *testing.T) {
 // equal, and is stable: re-encoding it gives the same bytes.
 func TestUpgradedRecordRoundTrip(t *testing.T) {
 	v0 := `{"schema_version":0,"address":"sandbox.old","project":"p","service":"redis","port":6379,"password":"pw","created_unix":1767225600}`
-	rec, err := decodeRecord([]byte(v0), 1, testSteps, nil)
+	rec, err := decodeRecord([]byte(v0), SchemaVersion, append(testSteps, recordUpgrades()...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +107,10 @@ func TestUpgradedRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(data), `{"schema_version":1,`) {
-		t.Errorf("written record not stamped with version 1: %s", data)
+	if !strings.HasPrefix(string(data), `{"schema_version":2,`) {
+		t.Errorf("written record not stamped with version 2: %s", data)
 	}
-	again, err := decodeRecord(data, 1, nil, nil)
+	again, err := decodeRecord(data, SchemaVersion, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,14 +166,14 @@ func TestFutureSchemaRefused(t *testing.T) {
 			name: "record from a newer sandboxer",
 			tamper: func(tx *bolt.Tx) error {
 				return tx.Bucket(bucketSandboxes).Put([]byte(addr),
-					[]byte(`{"schema_version":2,"address":"`+addr+`","replicas":3}`))
+					[]byte(`{"schema_version":3,"address":"`+addr+`","replicas":3}`))
 			},
 			wantAddr: addr,
 		},
 		{
 			name: "file from a newer sandboxer",
 			tamper: func(tx *bolt.Tx) error {
-				return putUint64(tx.Bucket(bucketMeta), keySchemaVersion, 2)
+				return putUint64(tx.Bucket(bucketMeta), keySchemaVersion, 3)
 			},
 		},
 	}
@@ -196,7 +196,7 @@ func TestFutureSchemaRefused(t *testing.T) {
 				if !errors.As(err, &fe) {
 					t.Fatalf("%s: err = %v, want a *FutureSchemaError", name, err)
 				}
-				if fe.Version != 2 || fe.Supported != SchemaVersion || fe.Address != tt.wantAddr || fe.Path != path {
+				if fe.Version != 3 || fe.Supported != SchemaVersion || fe.Address != tt.wantAddr || fe.Path != path {
 					t.Errorf("%s: %+v", name, fe)
 				}
 				if msg := err.Error(); !strings.Contains(msg, "written by a newer sandboxer") || !strings.Contains(msg, path) {
@@ -207,5 +207,32 @@ func TestFutureSchemaRefused(t *testing.T) {
 				t.Errorf("file changed")
 			}
 		})
+	}
+}
+
+// A version 1 record (written before seeds existed) reads as a record
+// with no seed, and writes back at version 2 unchanged otherwise.
+func TestUpgradeV1ToV2RoundTrip(t *testing.T) {
+	v1 := `{"schema_version":1,"address":"sandbox.a","project":"p","services":["postgres"],"features":{"postgres":["vector"]},"resources":{},"created_at":"2026-01-01T00:00:00Z","generation":4}`
+	rec, err := decodeRecord([]byte(v1), SchemaVersion, recordUpgrades(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.SeedDigest != "" || rec.Generation != 4 || rec.Features["postgres"][0] != "vector" {
+		t.Fatalf("upgraded: %+v", rec)
+	}
+	data, err := encodeRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := decodeRecord(data, SchemaVersion, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rec, again); diff != "" {
+		t.Errorf("(-upgraded +reread):\n%s", diff)
+	}
+	if err := upgradeV1ToV2(map[string]json.RawMessage{"seed_digest": json.RawMessage(`"x"`)}); err == nil {
+		t.Error("a version 1 record with seed_digest was accepted")
 	}
 }

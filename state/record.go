@@ -7,7 +7,7 @@ import (
 )
 
 // SchemaVersion is the version of the record layout this build writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Record is one provisioned sandbox instance as kept in state.
 type Record struct {
@@ -32,6 +32,10 @@ type Record struct {
 	// ExpiresAt is zero when the instance never expires.
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	Generation int       `json:"generation"`
+	// SeedDigest identifies the seed data loaded at provision (SQL files
+	// and/or a snapshot, see config.Seed); empty when none. Added in
+	// schema version 2.
+	SeedDigest string `json:"seed_digest,omitempty"`
 }
 
 // Credentials are what a client needs to reach one service.

@@ -121,6 +121,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newExtendCmd(f, nil),
 		newReapCmd(f, nil),
 		newServeCmd(f, nil),
+		newSnapshotCmd(f, nil),
+		newRestoreCmd(f, nil),
+		newResetCmd(f, nil),
 	)
 	completeAddressFlags(f, root)
 	return root
