@@ -2,6 +2,11 @@
 # machine; `make test` runs vet, the whole test suite and a short fuzz.
 GO       ?= go
 FUZZTIME ?= 20s
+# Sandboxes (postgres+redis each) in the scale run of `make bench`.
+SCALE_N  ?= 200
+# The state-file fuzz (damaged bbolt files) is slower per case: 10 s
+# runs a few hundred cases on top of its seed corpus.
+STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
 .PHONY: build images test vet unit fuzz bench run clean
@@ -23,13 +28,15 @@ unit:
 
 fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
+	$(GO) test ./state -run '^$$' -fuzz FuzzStateFile -fuzztime $(STATE_FUZZTIME)
 
 test: images vet unit fuzz
 
 bench: images build
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./plan ./cmd/sandboxer/... ./state
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
+	$(GO) run ./scripts/benchscale -bin $(BIN) -n $(SCALE_N)
 
 # The main job: the quick-start example, applied on this machine.
 run: images build

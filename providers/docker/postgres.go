@@ -45,7 +45,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		"POSTGRES_USER=" + c.AdminUser,
 		"POSTGRES_PASSWORD_FILE=" + secretPath(pgPasswordFile),
 		"POSTGRES_DB=postgres",
-		"POSTGRES_INITDB_ARGS=--nosync",
+		"POSTGRES_INITDB_ARGS=" + pgInitdbArgs,
 	}
 	env = append(env, utcUnlessSet(ii)...)
 	env = append(env, serverBinFirst(ii)...)
@@ -61,6 +61,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		Port:  postgresPort,
 		Tmpfs: tmpfsMounts(ii, pgdata),
 	}
+	spec.Cmd = append(spec.Cmd, pgLeanArgs...)
 	spec.Cmd = append(spec.Cmd, preloadArgs(feats)...)
 	id, name, err := p.createContainer(ctx, b, spec)
 	if err != nil {
