@@ -108,8 +108,10 @@ func TestCreatePostgresRedis(t *testing.T) {
 			Scan(&super, &createRole, &createDB); err != nil {
 			t.Fatal(err)
 		}
-		if super || createRole || createDB {
-			t.Errorf("app role: superuser=%v createrole=%v createdb=%v, want all false", super, createRole, createDB)
+		// CREATEDB lets test frameworks make their own databases
+		// (Django, Rails, Prisma); superuser and CREATEROLE stay off.
+		if super || createRole || !createDB {
+			t.Errorf("app role: superuser=%v createrole=%v createdb=%v, want false, false, true", super, createRole, createDB)
 		}
 		var owner string
 		if err := conn.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()").Scan(&owner); err != nil {
