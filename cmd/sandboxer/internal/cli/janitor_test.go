@@ -3,7 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
-	"log"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -14,7 +14,13 @@ import (
 // not on every pass (once a minute), and again if it comes back.
 func TestJanitorWarnsOncePerDamagedRecord(t *testing.T) {
 	var buf bytes.Buffer
-	logger := log.New(&buf, "", 0)
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: noTime}))
 	bad := ondemand.Damaged{Address: "sandbox.bad", Err: errors.New("record is damaged; fix: sandboxer state rm sandbox.bad")}
 	other := ondemand.Damaged{Address: "sandbox.new", Err: errors.New("newer schema")}
 	passes := [][]ondemand.Damaged{{bad}, {bad}, {bad, other}, {}, {bad}}
@@ -24,9 +30,9 @@ func TestJanitorWarnsOncePerDamagedRecord(t *testing.T) {
 	}
 	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	want := []string{
-		"reap: warning: sandbox.bad: left alone, its state record cannot be read: record is damaged; fix: sandboxer state rm sandbox.bad",
-		"reap: warning: sandbox.new: left alone, its state record cannot be read: newer schema",
-		"reap: warning: sandbox.bad: left alone, its state record cannot be read: record is damaged; fix: sandboxer state rm sandbox.bad",
+		`level=WARN msg="reap: left alone, its state record cannot be read" address=sandbox.bad error="record is damaged; fix: sandboxer state rm sandbox.bad"`,
+		`level=WARN msg="reap: left alone, its state record cannot be read" address=sandbox.new error="newer schema"`,
+		`level=WARN msg="reap: left alone, its state record cannot be read" address=sandbox.bad error="record is damaged; fix: sandboxer state rm sandbox.bad"`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("janitor log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
