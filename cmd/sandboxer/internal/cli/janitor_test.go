@@ -14,13 +14,13 @@ import (
 // not on every pass (once a minute), and again if it comes back.
 func TestJanitorWarnsOncePerDamagedRecord(t *testing.T) {
 	var buf bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		}}))
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: noTime}))
 	bad := ondemand.Damaged{Address: "sandbox.bad", Err: errors.New("record is damaged; fix: sandboxer state rm sandbox.bad")}
 	other := ondemand.Damaged{Address: "sandbox.new", Err: errors.New("newer schema")}
 	passes := [][]ondemand.Damaged{{bad}, {bad}, {bad, other}, {}, {bad}}
