@@ -18,6 +18,7 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "ttl"},
 		{Name: "on_demand"},
 		{Name: "for_each"},
+		{Name: "networks"}, // reach.go
 	},
 }
 
@@ -182,6 +183,12 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		ttl, more = l.ttl(attr, sc)
 		diags = append(diags, more...)
 	}
+	networks := l.cfg.Provider.Networks
+	if attr, ok := content.Attributes["networks"]; ok {
+		own, more := l.instanceNetworks(attr, sc, addr)
+		diags = append(diags, more...)
+		networks = SortedUnique(append(slices.Clone(networks), own...))
+	}
 	if p == nil {
 		return nil, diags
 	}
@@ -195,6 +202,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  sb.OnDemand,
+		Networks:  networks,
+		Publish:   l.cfg.Provider.Publish,
 		DeclRange: sb.DeclRange,
 	}, diags
 }
