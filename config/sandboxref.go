@@ -11,7 +11,7 @@ import (
 
 // InstanceAttributes are the attributes of sandbox.NAME.SERVICE in outputs.
 func InstanceAttributes() []string {
-	return []string{"database", "host", "password", "port", "url", "user"}
+	return []string{"ca", "database", "host", "network_host", "network_port", "network_url", "password", "port", "url", "user"}
 }
 
 // sandboxRef is what one sandbox.… reference in an output needs: one
@@ -183,7 +183,7 @@ func (c *Config) instanceObject(addr Address, decl *Instance, vals map[Address]m
 		av := make(map[string]cty.Value, len(names))
 		for _, a := range names {
 			ty := cty.String
-			if a == "port" {
+			if a == "port" || a == "network_port" {
 				ty = cty.Number // a port is a number, as Terraform users expect
 			}
 			switch v, ok := attrs[a]; {

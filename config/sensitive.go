@@ -16,7 +16,9 @@ type marking string
 const sensitiveMark marking = "sensitive"
 
 // secretAttribute reports whether an instance attribute holds a secret.
-func secretAttribute(name string) bool { return name == "password" || name == "url" }
+func secretAttribute(name string) bool {
+	return name == "password" || name == "url" || name == "network_url"
+}
 
 // checkSensitive refuses an output that carries a secret without
 // `sensitive = true`, as Terraform does: otherwise apply would print it.

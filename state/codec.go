@@ -31,11 +31,23 @@ type upgradeStep struct {
 	apply func(obj map[string]json.RawMessage) error
 }
 
-// recordUpgrades is the production chain, one step per SchemaVersion bump
-// (the first entry would be {from: 1, apply: upgradeV1ToV2}). Version 1 is
-// the first layout ever written, so there is nothing to upgrade yet. It is a
-// function rather than a variable so that nothing can change it at run time.
-func recordUpgrades() []upgradeStep { return nil }
+// recordUpgrades is the production chain, one step per SchemaVersion bump.
+// It is a function rather than a variable so that nothing can change it at
+// run time.
+func recordUpgrades() []upgradeStep {
+	return []upgradeStep{{from: 1, apply: upgradeV1ToV2}}
+}
+
+// upgradeV1ToV2 records what every version 1 instance was: published on
+// 127.0.0.1 without TLS, on no user network. The new credential fields
+// (network endpoint, CA) stay absent, which is what they mean for it.
+func upgradeV1ToV2(obj map[string]json.RawMessage) error {
+	if _, ok := obj["reach"]; ok {
+		return errors.New(`version 1 record already has a "reach" field`)
+	}
+	obj["reach"] = json.RawMessage(`{"publish_address":"127.0.0.1","advertise_host":"127.0.0.1"}`)
+	return nil
+}
 
 // upgradeRecord brings obj from version from to version to, one step at a
 // time, stamping the version after each step.

@@ -34,8 +34,28 @@ func EnvVars(rec *state.Record) []EnvVar {
 		if c.Database != "" {
 			out = append(out, EnvVar{prefix + "DB", c.Database, false})
 		}
+		out = append(out, reachVars(prefix, svc, c)...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// reachVars are the in-network endpoint (SANDBOXER_<SVC>_NETWORK_URL,
+// _NETWORK_HOST, _NETWORK_PORT: the container's DNS name and port on its
+// user networks) and, with TLS, the CA file (SANDBOXER_<SVC>_CA), each
+// only when the instance has it.
+func reachVars(prefix, svc string, c state.Credentials) []EnvVar {
+	var out []EnvVar
+	if c.NetworkHost != "" {
+		out = append(out,
+			EnvVar{prefix + "NETWORK_URL", c.NetworkURL(svc), true},
+			EnvVar{prefix + "NETWORK_HOST", c.NetworkHost, false},
+			EnvVar{prefix + "NETWORK_PORT", fmt.Sprint(c.NetworkPort), false},
+		)
+	}
+	if c.CAFile != "" {
+		out = append(out, EnvVar{prefix + "CA", c.CAFile, false})
+	}
 	return out
 }
 
