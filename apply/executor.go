@@ -271,6 +271,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, 
 	gen := ch.PriorGeneration + 1
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
+		Networks: ch.After.Networks, Publish: ch.After.Publish(),
 	})
 	if err != nil {
 		return nil, err
@@ -281,6 +282,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, 
 		Services: ch.After.Services, Features: ch.After.Features,
 		AvailableExtensions: made.AvailableExtensions, Credentials: made.Credentials,
 		Resources: made.Resources, CreatedAt: now, Generation: gen,
+		Reach: ch.After.Reach(),
 	}
 	if ch.TTL > 0 {
 		rec.ExpiresAt = now.Add(ch.TTL)

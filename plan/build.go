@@ -97,7 +97,7 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 	c := &Change{Addr: in.Addr, Project: in.Project, Requested: in.Features, TTL: in.TTL}
 	if rec == nil {
 		c.Action, c.Reason = Create, ReasonNew
-		c.After = &Sandbox{Services: in.Provision.Services(), Features: in.Provision}
+		c.After = desiredSandbox(in)
 		return c
 	}
 	cached := recordSandbox(rec)
@@ -106,14 +106,16 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 		// A dead instance is evicted: its replacement starts from the
 		// configuration, not from what the dead one held.
 		c.Action, c.Reason, c.Evict, c.Detail = Create, ReasonDead, true, o.Detail
-		c.After = &Sandbox{Services: in.Provision.Services(), Features: in.Provision}
+		c.After = desiredSandbox(in)
 		return c
 	}
 	c.Before = cached
 	union := cached.Features.Union(in.Provision)
 	replaceWith := func(r Reason) *Change {
 		c.Action, c.Reason = CreateThenDelete, r
-		c.After = &Sandbox{Services: union.Services(), Features: union}
+		c.After = &Sandbox{Services: union.Services(), Features: union,
+			Networks: config.SortedUnique(append(slices.Clone(cached.Networks), in.Networks...)),
+			Exposure: exposure(in.Publish)}
 		return c
 	}
 	switch {
@@ -130,6 +132,13 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 	if missing := cached.Features.Missing(in.Features); len(missing) > 0 {
 		c.MissingFeatures = missing
 		return replaceWith(ReasonFeatureSuperset)
+	}
+	if missing := missingServices(cached.Networks, in.Networks); len(missing) > 0 {
+		c.MissingNetworks = missing
+		return replaceWith(ReasonNetworkSuperset)
+	}
+	if !sameExposure(cached.Exposure, exposure(in.Publish)) {
+		return replaceWith(ReasonExposureChanged)
 	}
 	c.Action, c.Reason = NoOp, ReasonCachedSuperset
 	c.After = cached
@@ -177,7 +186,7 @@ func recordSandbox(rec *state.Record) *Sandbox {
 		fs[svc] = rec.Features[svc]
 	}
 	fs = fs.Normalize()
-	return &Sandbox{Services: fs.Services(), Features: fs}
+	return &Sandbox{Services: fs.Services(), Features: fs, Networks: rec.Reach.Networks, Exposure: recordExposure(rec.Reach)}
 }
 
 // Expired reports whether a record's TTL has run out at now.
