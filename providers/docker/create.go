@@ -22,6 +22,7 @@ type build struct {
 	// pgVerifier is the SCRAM verifier of the postgres app password, for
 	// the init script (pginit.go).
 	pgVerifier string
+	reach      *buildReach // reach.go: TLS material and CA file
 
 	mu         sync.Mutex
 	containers map[string]string // service → id
@@ -67,6 +68,9 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 	}
 	creds, err := p.newCredentials(req.Features.Services())
 	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", req.Address, err)
+	}
+	if err := p.prepareReach(b, creds); err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
 	for _, c := range creds {
@@ -189,6 +193,7 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 		errs = append(errs, p.removeContainer(cctx, id))
 	}
 	errs = append(errs, p.sweep(cctx, b.req.Address, b.req.Lineage, b.req.Generation))
+	errs = append(errs, b.reach.cleanup())
 	return errors.Join(errs...)
 }
 
@@ -213,6 +218,9 @@ func (p *Provider) validate(req apply.CreateRequest) error {
 		if _, err := p.image(svc); err != nil {
 			return err
 		}
+	}
+	if req.Publish.TLS && p.CADir == "" {
+		return errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
 	}
 	return nil
 }

@@ -43,6 +43,9 @@ type Provider struct {
 	// PullProgress, when set, receives Docker's pull progress (the same
 	// lines `docker pull` prints) while Check fetches a missing image.
 	PullProgress io.Writer
+	// CADir is where the CA files of TLS instances are written for clients
+	// (SANDBOXER_<SVC>_CA); TLS instances cannot be created without it.
+	CADir string
 
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.

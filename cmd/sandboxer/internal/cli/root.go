@@ -40,6 +40,7 @@ func Main() int {
 			return nil, err
 		}
 		p.PullProgress = f.IO.Err // stdout stays the plan
+		p.CADir = f.CADir()
 		return p, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
