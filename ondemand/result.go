@@ -18,6 +18,10 @@ type Result struct {
 	Features            config.FeatureSet   `json:"features"`
 	AvailableExtensions map[string][]string `json:"available_extensions"`
 	Env                 map[string]string   `json:"env"`
+	// CA holds, per service that speaks TLS, the PEM of the instance's CA:
+	// env's SANDBOXER_<SVC>_CA names a file on the machine that ran
+	// sandboxer, which an API client elsewhere cannot read.
+	CA map[string]string `json:"ca,omitempty"`
 	// ExpiresAt is null for an instance without a ttl.
 	ExpiresAt *time.Time `json:"expires_at"`
 
@@ -36,6 +40,14 @@ func NewResult(rec *state.Record, reused bool) *Result {
 		AvailableExtensions: rec.AvailableExtensions,
 		Env:                 views.EnvMap(rec),
 		Record:              rec,
+	}
+	for svc, c := range rec.Credentials {
+		if c.CA != "" {
+			if r.CA == nil {
+				r.CA = map[string]string{}
+			}
+			r.CA[svc] = c.CA
+		}
 	}
 	if r.AvailableExtensions == nil {
 		r.AvailableExtensions = map[string][]string{}

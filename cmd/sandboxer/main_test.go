@@ -45,7 +45,7 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
-		Cmds: mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: mergeCmds(reachCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
 			"holdlock":   cmdHoldLock,
 			"pgcheck":    cmdPgCheck,
@@ -54,7 +54,7 @@ func TestScripts(t *testing.T) {
 			"dockerrm":   cmdDockerRm,
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
-		}),
+		})),
 	})
 }
 

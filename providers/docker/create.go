@@ -70,7 +70,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
-	if err := p.prepareReach(b, creds); err != nil {
+	if err := p.prepareReach(ctx, b, creds); err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
 	for _, c := range creds {

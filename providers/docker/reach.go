@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -33,9 +35,19 @@ func publishAddress(b *build) string {
 // in-network endpoint on its user networks (the container's name, which
 // the engine's DNS resolves on every user network it joins, and the
 // container port) and, with TLS, a fresh CA and server certificate, the
-// CA written to a file for clients.
-func (p *Provider) prepareReach(b *build, creds map[string]state.Credentials) error {
+// CA written to a file for clients. A user network the engine lacks fails
+// it here, before anything exists: the engine would only notice at start.
+func (p *Provider) prepareReach(ctx context.Context, b *build, creds map[string]state.Credentials) error {
 	req := b.req
+	b.reach = &buildReach{}
+	missing, err := p.MissingNetworks(ctx, req.Networks)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the engine has no user network %s (create it with docker network create, or remove it from networks)",
+			strings.Join(quoteAll(missing), ", "))
+	}
 	pub := req.Publish
 	if pub.Address == "" {
 		pub = config.DefaultPublish()
@@ -51,7 +63,6 @@ func (p *Provider) prepareReach(b *build, creds map[string]state.Credentials) er
 		}
 		creds[svc] = c
 	}
-	b.reach = &buildReach{}
 	if !pub.TLS {
 		return nil
 	}
@@ -105,9 +116,6 @@ func containerPort(svc string) int {
 func (p *Provider) attachUserNetworks(ctx context.Context, b *build, id, name string) error {
 	for _, n := range b.req.Networks {
 		if err := p.cli.NetworkConnect(ctx, n, id, &network.EndpointSettings{}); err != nil {
-			if cerrdefs.IsNotFound(err) {
-				return fmt.Errorf("attach container %s to user network %q: no such network on the engine (create it with docker network create %s)", name, n, n)
-			}
 			return p.engineErr("attach container "+name+" to user network "+n, err)
 		}
 	}
@@ -129,4 +137,12 @@ func (p *Provider) MissingNetworks(ctx context.Context, names []string) ([]strin
 		}
 	}
 	return missing, nil
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
 }
