@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +17,7 @@ func reachCmds() map[string]func(ts *testscript.TestScript, neg bool, args []str
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"usernet":   cmdUserNet,
 		"netclient": cmdNetClient,
+		"cafile":    cmdCAFile,
 	}
 }
 
@@ -111,4 +113,30 @@ func caPool(ts *testscript.TestScript, env map[string]string, svc string) *x509.
 		ts.Fatalf("%s holds no certificate", path)
 	}
 	return pool
+}
+
+// cmdCAFile checks that the CA file an env JSON names for postgres exists
+// with the given mode and holds a certificate; `! cafile` expects it gone.
+//
+//	cafile ENVJSON MODE
+func cmdCAFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: cafile ENVJSON MODE")
+	}
+	path := envFile(ts, args[0])["SANDBOXER_POSTGRES_CA"]
+	if path == "" {
+		ts.Fatalf("cafile: %s names no CA file", args[0])
+	}
+	fi, err := os.Stat(path)
+	if neg {
+		if !os.IsNotExist(err) {
+			ts.Fatalf("cafile: %s still exists (%v)", path, err)
+		}
+		return
+	}
+	ts.Check(err)
+	if got := fmt.Sprintf("%04o", fi.Mode().Perm()); got != args[1] {
+		ts.Fatalf("cafile: %s has mode %s, want %s", path, got, args[1])
+	}
+	caPool(ts, map[string]string{"SANDBOXER_POSTGRES_CA": path}, "postgres")
 }
