@@ -104,6 +104,8 @@ func (b *Broker) desired(t target, req Request) (*config.Instance, error) {
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  true,
+		Networks:  tmpl.Networks,
+		Publish:   tmpl.Publish,
 		DeclRange: tmpl.DeclRange,
 	}, nil
 }
