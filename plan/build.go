@@ -114,7 +114,7 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 	replaceWith := func(r Reason) *Change {
 		c.Action, c.Reason = CreateThenDelete, r
 		c.After = &Sandbox{Services: union.Services(), Features: union,
-			Networks: config.SortedUnique(append(slices.Clone(cached.Networks), in.Networks...)),
+			Networks: unionNetworks(cached.Networks, in.Networks),
 			Exposure: exposure(in.Publish)}
 		return c
 	}
