@@ -114,7 +114,10 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 	replaceWith := func(r Reason) *Change {
 		c.Action, c.Reason = CreateThenDelete, r
 		c.After = &Sandbox{Services: union.Services(), Features: union,
-			Networks: unionNetworks(cached.Networks, in.Networks),
+			// Networks are what the configuration names, not a union
+			// with the cache's: one dropped from it may be gone from the
+			// engine, and joining it would fail every replacement.
+			Networks: in.Networks,
 			Exposure: exposure(in.Publish)}
 		return c
 	}

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"slices"
-
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -11,16 +9,6 @@ import (
 func desiredSandbox(in *config.Instance) *Sandbox {
 	return &Sandbox{Services: in.Provision.Services(), Features: in.Provision,
 		Networks: in.Networks, Exposure: exposure(in.Publish)}
-}
-
-// unionNetworks is a replacement's networks: the cache's and the
-// configuration's (the cache rule never takes away what is in use); nil
-// when none.
-func unionNetworks(cached, want []string) []string {
-	if len(cached)+len(want) == 0 {
-		return nil
-	}
-	return config.SortedUnique(append(slices.Clone(cached), want...))
 }
 
 // exposure is nil for the default (loopback without TLS), so plans and

@@ -44,13 +44,13 @@ func TestDecideReach(t *testing.T) {
 			wantAction: NoOp, wantReason: ReasonCachedSuperset,
 		},
 		{
-			name: "a network the cache lacks: replace, joining the union",
+			name: "a network the cache lacks: replace, joining what the configuration names",
 			in:   withNet(inst("sandbox.a", fs, nil), []string{"agents", "ci"}, config.DefaultPublish()),
 			rec: withReach(rec("sandbox.a", config.FeatureSet{"postgres": {}, "redis": {}}),
 				state.Reach{Networks: []string{"agents", "old"}}),
 			wantAction: CreateThenDelete, wantReason: ReasonNetworkSuperset, wantMissing: []string{"ci"},
 			wantAfter: &Sandbox{Services: []string{"postgres", "redis"}, Features: config.FeatureSet{"postgres": {}, "redis": {}},
-				Networks: []string{"agents", "ci", "old"}},
+				Networks: []string{"agents", "ci"}},
 		},
 		{
 			name:       "exposure differs: replace with the configured one",
