@@ -34,6 +34,7 @@ func RecordText(w io.Writer, r *state.Record) {
 	} else {
 		fmt.Fprintf(w, "  expires_at  = %s\n", r.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	reachText(w, r)
 	for _, svc := range r.Services {
 		fmt.Fprintf(w, "  %s {\n", svc)
 		fmt.Fprintf(w, "    features             = %s\n", listText(r.Features[svc]))
@@ -42,6 +43,7 @@ func RecordText(w io.Writer, r *state.Record) {
 		}
 		if c, ok := r.Credentials[svc]; ok {
 			fmt.Fprintf(w, "    endpoint             = %q\n", fmt.Sprintf("%s:%d", c.Host, c.Port))
+			serviceReachText(w, c)
 			fmt.Fprintf(w, "    user                 = %q\n", c.User)
 			fmt.Fprintln(w, "    password             = (sensitive)")
 			if c.Database != "" {
@@ -92,6 +94,10 @@ type JSONInstance struct {
 	CreatedAt           time.Time           `json:"created_at"`
 	ExpiresAt           *time.Time          `json:"expires_at"`
 	OnDemand            bool                `json:"on_demand"`
+	// Reach (state_reach.go): omitted for loopback without user networks.
+	Networks         []string          `json:"networks,omitempty"`
+	NetworkEndpoints map[string]string `json:"network_endpoints,omitempty"`
+	Exposure         string            `json:"exposure,omitempty"`
 }
 
 // NewJSONInstance strips a record down to what may be shown.
@@ -109,6 +115,7 @@ func NewJSONInstance(r *state.Record) JSONInstance {
 		t := r.ExpiresAt.UTC()
 		ji.ExpiresAt = &t
 	}
+	addReach(&ji, r)
 	return ji
 }
 
