@@ -181,17 +181,21 @@ func hostAddress(t *testing.T) string {
 
 // A TLS sandbox published on a non-loopback address of this machine is
 // reached with the handed-out URLs and CA, verify-full, through pgx and
-// go-redis; plain connections are refused; Delete removes the CA file.
+// go-redis; plain connections are refused; clients on its user network
+// verify the same certificate under the container's name; Delete removes
+// the CA file.
 func TestPublishWithTLS(t *testing.T) {
 	t.Parallel()
 	p, secrets := newTestProvider(t)
 	p.CADir = t.TempDir()
 	lineage := newLineage(t, p)
 	ip := hostAddress(t)
+	agents := newUserNetwork(t, p)
 	ctx := context.Background()
 	req := apply.CreateRequest{
 		Address: "sandbox.remote", Lineage: lineage, Generation: 1,
 		Features: config.FeatureSet{"postgres": {}, "redis": {}},
+		Networks: []string{agents},
 		Publish:  config.Publish{Address: ip, AdvertiseHost: ip, TLS: true},
 	}
 	created, err := p.Create(ctx, req)
@@ -271,6 +275,24 @@ func TestPublishWithTLS(t *testing.T) {
 		}
 		if err := redisPing(ctx, rd.Host, rd.Port, rd.User, rd.Password, nil); err == nil {
 			t.Error("plain redis answered on the TLS port")
+		}
+	})
+	t.Run("in-network clients verify the container name", func(t *testing.T) {
+		// The CA reaches the client container as PEM in its environment;
+		// the URL's sslrootcert names the file on this host, so it is
+		// pointed at the client's copy.
+		code, out := runClient(t, p, testPostgresImage(), agents, []string{"URL=" + pg.NetworkURL("postgres"), "CA=" + pg.CA},
+			"sh", "-c", `printf '%s' "$CA" > /tmp/ca.pem && psql "$(printf '%s' "$URL" | sed 's|sslrootcert=[^&]*|sslrootcert=/tmp/ca.pem|')" -tAc "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"`)
+		if code != 0 || strings.TrimSpace(out) != "t" {
+			t.Errorf("psql verify-full on %s: exit %d, output %q", agents, code, out)
+		}
+		code, out = runClient(t, p, testRedisImage(), agents, []string{"URL=" + rd.NetworkURL("redis"), "CA=" + rd.CA},
+			"sh", "-c", `printf '%s' "$CA" > /tmp/ca.pem && redis-cli --no-auth-warning --tls --cacert /tmp/ca.pem -u "$URL" PING`)
+		if code != 0 || strings.TrimSpace(out) != "PONG" {
+			t.Errorf("redis-cli --tls on %s: exit %d, output %q", agents, code, out)
+		}
+		if strings.Contains(out, rd.Password.Reveal()) {
+			t.Fatal("client output holds a password")
 		}
 	})
 	t.Run("probe", func(t *testing.T) {
