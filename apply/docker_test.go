@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/state"
@@ -42,6 +43,7 @@ type dockerFixture struct {
 
 func newDockerFixture(t *testing.T, cfg *config.Provider) *dockerFixture {
 	t.Helper()
+	testenv.RequireDocker(t)
 	ctx := context.Background()
 	prov, err := docker.New(ctx, cfg, config.DefaultCatalog())
 	if err != nil {

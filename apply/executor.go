@@ -272,6 +272,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, 
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
 		Networks: ch.After.Networks, Publish: ch.After.Publish(),
+		Database: ch.Database,
 	})
 	if err != nil {
 		return nil, err

@@ -45,6 +45,9 @@ type CreateRequest struct {
 	// Publish is where their ports are published and whether with TLS.
 	Networks []string
 	Publish  config.Publish
+	// Database is the PostgreSQL database the handed-out role owns; ""
+	// means config.DefaultDatabase.
+	Database string
 }
 
 // Created is what the provider made.

@@ -74,7 +74,13 @@ type Project struct {
 	Name       string
 	Services   []string   // sorted
 	Extensions FeatureSet // standing set, keyed by opted services only
-	DeclRange  hcl.Range
+	// Database and EnvPrefix are the project's defaults for its sandboxes
+	// ("" when not set).
+	Database  string
+	EnvPrefix string
+	// Profiles are named presets a request can ask for, by name.
+	Profiles  map[string]*Profile
+	DeclRange hcl.Range
 }
 
 // Sandbox is one sandbox block before for_each expansion.
@@ -111,8 +117,17 @@ type Instance struct {
 	// its block's), sorted; Publish is the provider's exposure.
 	Networks  []string
 	Publish   Publish
+	// Database is the PostgreSQL database the handed-out role owns:
+	// sandbox's, else project's; "" means DefaultDatabase (DatabaseName).
+	Database string
+	// EnvPrefix starts the names env and request print: sandbox's, else
+	// project's; "" means state.DefaultEnvPrefix.
+	EnvPrefix string
 	DeclRange hcl.Range
 }
+
+// DatabaseName is the database the instance's postgres role owns.
+func (in *Instance) DatabaseName() string { return or(in.Database, DefaultDatabase) }
 
 // Output is a declared output. Its value depends on provisioned sandboxes,
 // so it is evaluated later against state.

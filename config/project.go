@@ -13,6 +13,11 @@ var projectBlockSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "services", Required: true},
 		{Name: "extensions"},
+		{Name: "database"},
+		{Name: "env_prefix"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "profile", LabelNames: []string{"name"}},
 	},
 }
 
@@ -82,6 +87,14 @@ func (l *loader) decodeProjectBlock(b *hcl.Block) (p *Project, known bool, diags
 	}
 	// Every opted service is present; one without extensions is bare.
 	p.Extensions = standing.Only(p.Services).Normalize()
+	var opted []string
+	if known {
+		opted = p.Services
+	}
+	fw, more := l.decodeFrameworkSettings(content, sc, opted, "project."+p.Name)
+	diags = append(diags, more...)
+	p.Database, p.EnvPrefix = fw.Database, fw.EnvPrefix
+	diags = append(diags, l.decodeProfiles(p, content.Blocks, known)...)
 	return p, known, diags
 }
 

@@ -19,6 +19,8 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "on_demand"},
 		{Name: "for_each"},
 		{Name: "networks"}, // reach.go
+		{Name: "database"},
+		{Name: "env_prefix"},
 	},
 }
 
@@ -189,6 +191,12 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		diags = append(diags, more...)
 		networks = SortedUnique(append(slices.Clone(networks), own...))
 	}
+	var opted []string
+	if p != nil && checkOptIn {
+		opted = p.Services
+	}
+	fw, more := l.decodeFrameworkSettings(content, sc, opted, owner)
+	diags = append(diags, more...)
 	if p == nil {
 		return nil, diags
 	}
@@ -204,6 +212,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		OnDemand:  sb.OnDemand,
 		Networks:  networks,
 		Publish:   l.cfg.Provider.Publish,
+		Database:  or(fw.Database, p.Database),
+		EnvPrefix: or(fw.EnvPrefix, p.EnvPrefix),
 		DeclRange: sb.DeclRange,
 	}, diags
 }

@@ -7,11 +7,19 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sandboxer/sandboxer/state"
 )
 
-// InstanceAttributes are the attributes of sandbox.NAME.SERVICE in outputs.
+// InstanceAttributes are the attributes of sandbox.NAME.SERVICE in outputs,
+// sorted: the names of state's credential attribute table.
 func InstanceAttributes() []string {
-	return []string{"ca", "database", "host", "network_host", "network_port", "network_url", "password", "port", "url", "user"}
+	attrs := state.CredentialAttributes()
+	names := make([]string, len(attrs))
+	for i, a := range attrs {
+		names[i] = a.Name
+	}
+	return names
 }
 
 // sandboxRef is what one sandbox.… reference in an output needs: one
@@ -178,12 +186,13 @@ func (c *Config) instanceObject(addr Address, decl *Instance, vals map[Address]m
 		return cty.DynamicVal // not provisioned; references to it are reported
 	}
 	obj := make(map[string]cty.Value, len(services))
-	names := InstanceAttributes()
+	table := state.CredentialAttributes()
 	for svc, attrs := range services {
-		av := make(map[string]cty.Value, len(names))
-		for _, a := range names {
+		av := make(map[string]cty.Value, len(table))
+		for _, attr := range table {
+			a := attr.Name
 			ty := cty.String
-			if a == "port" || a == "network_port" {
+			if attr.Number {
 				ty = cty.Number // a port is a number, as Terraform users expect
 			}
 			switch v, ok := attrs[a]; {
@@ -200,7 +209,7 @@ func (c *Config) instanceObject(addr Address, decl *Instance, vals map[Address]m
 			default:
 				av[a] = cty.NullVal(ty)
 			}
-			if secretAttribute(a) {
+			if attr.Secret {
 				av[a] = av[a].Mark(sensitiveMark)
 			}
 		}

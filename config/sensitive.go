@@ -15,11 +15,6 @@ type marking string
 // output that would print a secret can be required to say sensitive.
 const sensitiveMark marking = "sensitive"
 
-// secretAttribute reports whether an instance attribute holds a secret.
-func secretAttribute(name string) bool {
-	return name == "password" || name == "url" || name == "network_url"
-}
-
 // checkSensitive refuses an output that carries a secret without
 // `sensitive = true`, as Terraform does: otherwise apply would print it.
 func checkSensitive(o *Output, v cty.Value) hcl.Diagnostics {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
 )
 
@@ -21,9 +22,9 @@ func TestRequestProvisionsThenReuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// First provision: the project's full opted-in set, standing features.
-	want := &Result{Address: `sandbox.agent["dev-7"]`, Generation: 1,
+	want := &Result{Sandbox: api.Sandbox{Address: `sandbox.agent["dev-7"]`, Generation: 1,
 		Services: []string{"postgres", "redis"},
-		Features: config.FeatureSet{"postgres": {"pg_trgm"}, "redis": {}}}
+		Features: config.FeatureSet{"postgres": {"pg_trgm"}, "redis": {}}}}
 	if d := cmp.Diff(want, r1, cmpResult); d != "" {
 		t.Errorf("first request (-want +got):\n%s", d)
 	}
@@ -58,7 +59,7 @@ func TestRequestProvisionsThenReuses(t *testing.T) {
 
 var cmpResult = cmp.FilterPath(func(p cmp.Path) bool {
 	switch p.Last().String() {
-	case ".Env", ".Record", ".ExpiresAt", ".AvailableExtensions":
+	case ".Env", ".Record", ".ExpiresAt", ".AvailableExtensions", ".Prefix":
 		return true
 	}
 	return false
@@ -79,7 +80,7 @@ func TestRequestSupersetReplacesNewBeforeOld(t *testing.T) {
 	if r2.Reused || r2.Generation != 2 {
 		t.Errorf("reused=%v generation=%d, want a replace to generation 2", r2.Reused, r2.Generation)
 	}
-	if d := cmp.Diff(config.FeatureSet{"postgres": {"pg_trgm", "vector"}, "redis": {}}, r2.Features); d != "" {
+	if d := cmp.Diff(config.FeatureSet{"postgres": {"pg_trgm", "vector"}, "redis": {}}, config.FeatureSet(r2.Features)); d != "" {
 		t.Errorf("features (-want +got):\n%s", d)
 	}
 	if r2.Env["SANDBOXER_POSTGRES_PASSWORD"] == r1.Env["SANDBOXER_POSTGRES_PASSWORD"] {

@@ -1,6 +1,10 @@
 package ondemand
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sandboxer/sandboxer/api"
+)
 
 // Kind classifies a refused call, so the CLI and the HTTP API can answer
 // alike (exit 1 with the message; 400/404/409/422).
@@ -31,6 +35,29 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+// Code is the API's name for the kind.
+func (k Kind) Code() api.Code {
+	switch k {
+	case Invalid:
+		return api.CodeInvalid
+	case NotFound:
+		return api.CodeNotFound
+	case NotAllowed:
+		return api.CodeNotAllowed
+	case Busy:
+		return api.CodeBusy
+	case Conflict:
+		return api.CodeConflict
+	}
+	return api.CodeInvalid
+}
+
+// Is lets callers test the kind with errors.Is(err, api.ErrNotFound).
+func (e *Error) Is(target error) bool {
+	s := e.Kind.Code().Sentinel()
+	return s != nil && s == target
+}
 
 func refuse(k Kind, format string, args ...any) *Error {
 	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...)}

@@ -48,7 +48,14 @@ func (f *fakeProvider) Create(ctx context.Context, req apply.CreateRequest) (*ap
 	f.live[key] = true
 	creds := map[string]state.Credentials{}
 	for _, svc := range req.Features.Services() {
-		creds[svc] = state.Credentials{Host: "127.0.0.1", Port: 1000 + f.n, User: "app", Password: state.Secret(fmt.Sprintf("pw-%d", f.n))}
+		c := state.Credentials{Host: "127.0.0.1", Port: 1000 + f.n, User: "app", Password: state.Secret(fmt.Sprintf("pw-%d", f.n))}
+		if svc == "postgres" {
+			c.Database = req.Database
+			if c.Database == "" {
+				c.Database = config.DefaultDatabase
+			}
+		}
+		creds[svc] = c
 	}
 	return &apply.Created{Credentials: creds, Resources: state.Resources{Network: key}}, nil
 }
@@ -157,8 +164,13 @@ func (e *env) advance(d time.Duration) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, testConfig)
+}
+
+func newEnvWith(t *testing.T, src string) *env {
+	t.Helper()
 	cat := config.DefaultCatalog()
-	cfg, diags := config.LoadSources(t.TempDir(), map[string][]byte{"main.sbx.hcl": []byte(testConfig)}, config.Input{}, cat)
+	cfg, diags := config.LoadSources(t.TempDir(), map[string][]byte{"main.sbx.hcl": []byte(src)}, config.Input{}, cat)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

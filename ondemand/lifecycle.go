@@ -93,7 +93,7 @@ func (b *Broker) Extend(ctx context.Context, address, key, ttl string) (*state.R
 }
 
 // List returns every on-demand record, sorted by address. Records hold
-// credentials: callers show them through views.NewJSONInstance only.
+// credentials: callers must show them without (views.NewJSONInstance).
 func (b *Broker) List(ctx context.Context) ([]*state.Record, error) {
 	snap, err := b.Store.Snapshot(ctx)
 	if err != nil {

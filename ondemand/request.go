@@ -25,6 +25,12 @@ type Request struct {
 	Extensions map[string][]string
 	// TTL overrides the block's ttl ("" keeps it): positive, ≤ MaxTTL.
 	TTL string
+	// Profile names a profile of the block's project: its services (when
+	// it names any) replace the block's, its extensions are added.
+	Profile string
+	// Prefix starts the variable names of Result.Env ("" keeps the
+	// block's env_prefix, else SANDBOXER_).
+	Prefix string
 }
 
 // Request ensures the instance exists and covers what is asked, by the
@@ -41,6 +47,13 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 	in, err := b.desired(t, req)
 	if err != nil {
 		return nil, err
+	}
+	prefix := in.EnvPrefix
+	if req.Prefix != "" {
+		if err := config.CheckEnvPrefix(req.Prefix); err != nil {
+			return nil, refuse(Invalid, "%v", err)
+		}
+		prefix = req.Prefix
 	}
 	addr := t.String()
 	unlock, err := b.lock(ctx, addr, "request")
@@ -59,7 +72,7 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 		perr := b.Provider.Probe(ctx, rec)
 		if perr == nil {
 			b.emit(events.Reused, t.addr, rec.Generation, string(ch.Reason))
-			return NewResult(rec, true), nil
+			return NewResult(rec, true, prefix), nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("probe %s: %w", addr, ctx.Err())
@@ -70,7 +83,7 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 		}
 		ch = plan.Decide(in, rec, plan.Observed{addr: {Alive: false, Detail: detail}}, opts)
 	}
-	return b.provision(ctx, t, ch)
+	return b.provision(ctx, t, ch, prefix)
 }
 
 // desired is the keyed instance the request asks for: the block's
@@ -88,13 +101,27 @@ func (b *Broker) desired(t target, req Request) (*config.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	services := slices.Clone(tmpl.Services)
+	if req.Profile != "" {
+		pr, err := p.Profile(strings.TrimSpace(req.Profile))
+		if err != nil {
+			return nil, &Error{Kind: NotFound, Msg: err.Error(), Allowed: p.ProfileNames()}
+		}
+		if pr.Services != nil {
+			services = slices.Clone(pr.Services)
+		}
+		// The profile was checked against the opt-in and the allowlist
+		// when the configuration loaded; like per-call extensions, a
+		// service it adds features to is requested.
+		ext = ext.Union(pr.Extensions)
+	}
 	ttl := tmpl.TTL
 	if req.TTL != "" {
 		if ttl, err = parseTTL(req.TTL); err != nil {
 			return nil, err
 		}
 	}
-	services := config.SortedUnique(append(slices.Clone(tmpl.Services), ext.Services()...))
+	services = config.SortedUnique(append(services, ext.Services()...))
 	provision := tmpl.Provision.Union(ext)
 	return &config.Instance{
 		Addr:      t.addr,
@@ -106,6 +133,8 @@ func (b *Broker) desired(t target, req Request) (*config.Instance, error) {
 		OnDemand:  true,
 		Networks:  tmpl.Networks,
 		Publish:   tmpl.Publish,
+		Database:  tmpl.Database,
+		EnvPrefix: tmpl.EnvPrefix,
 		DeclRange: tmpl.DeclRange,
 	}, nil
 }
@@ -138,7 +167,7 @@ func (b *Broker) checkExtensions(p *config.Project, ext map[string][]string) (co
 // provision carries out a create or replace through apply's Executor,
 // which provisions new before old, records at once, and cleans up what it
 // could not record. The caller holds the instance lock.
-func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change) (*Result, error) {
+func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefix string) (*Result, error) {
 	addr := t.String()
 	lineage, err := b.Store.EnsureLineage(ctx)
 	if err != nil {
@@ -164,7 +193,7 @@ func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change) (*Res
 		typ = events.Replaced
 	}
 	b.emit(typ, t.addr, rec.Generation, string(ch.Reason))
-	return NewResult(rec, false), nil
+	return NewResult(rec, false, prefix), nil
 }
 
 // onDemandStore marks what the Executor records as on-demand. It has no

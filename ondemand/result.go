@@ -3,44 +3,35 @@ package ondemand
 import (
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
-	"github.com/sandboxer/sandboxer/views"
 )
 
-// Result is what a request returns: SPEC §8's JSON object. Env carries the
+// Result is what a request returns: SPEC §8's JSON object (the API's
+// Sandbox, embedded so it marshals as exactly that shape). Env carries the
 // credentials; it is the one field that ever does.
 type Result struct {
-	Address             string              `json:"address"`
-	Reused              bool                `json:"reused"`
-	Generation          int                 `json:"generation"`
-	Services            []string            `json:"services"`
-	Features            config.FeatureSet   `json:"features"`
-	AvailableExtensions map[string][]string `json:"available_extensions"`
-	Env                 map[string]string   `json:"env"`
-	// CA holds, per service that speaks TLS, the PEM of the instance's CA:
-	// env's SANDBOXER_<SVC>_CA names a file on the machine that ran
-	// sandboxer, which an API client elsewhere cannot read.
-	CA map[string]string `json:"ca,omitempty"`
-	// ExpiresAt is null for an instance without a ttl.
-	ExpiresAt *time.Time `json:"expires_at"`
+	api.Sandbox
 
-	// Record is the state record, for renderers (shell exports).
+	// Record is the state record, for renderers (shell exports), and
+	// Prefix the one Env's names start with ("" for SANDBOXER_).
 	Record *state.Record `json:"-"`
+	Prefix string        `json:"-"`
 }
 
-// NewResult describes rec.
-func NewResult(rec *state.Record, reused bool) *Result {
-	r := &Result{
+// NewResult describes rec, its variables named with prefix ("" for
+// SANDBOXER_).
+func NewResult(rec *state.Record, reused bool, prefix string) *Result {
+	r := &Result{Sandbox: api.Sandbox{
 		Address:             rec.Address,
 		Reused:              reused,
 		Generation:          rec.Generation,
 		Services:            config.SortedUnique(rec.Services),
 		Features:            config.FeatureSet(rec.Features).Only(rec.Services).Normalize(),
 		AvailableExtensions: rec.AvailableExtensions,
-		Env:                 views.EnvMap(rec),
-		Record:              rec,
-	}
+		Env:                 rec.EnvMap(prefix),
+	}, Record: rec, Prefix: prefix}
 	for svc, c := range rec.Credentials {
 		if c.CA != "" {
 			if r.CA == nil {

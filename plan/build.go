@@ -94,7 +94,7 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 // once. rec is the cached record (nil when none); obs may say it is dead.
 // Like Build it is pure.
 func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) *Change {
-	c := &Change{Addr: in.Addr, Project: in.Project, Requested: in.Features, TTL: in.TTL}
+	c := &Change{Addr: in.Addr, Project: in.Project, Requested: in.Features, TTL: in.TTL, Database: in.Database}
 	if rec == nil {
 		c.Action, c.Reason = Create, ReasonNew
 		c.After = desiredSandbox(in)
@@ -135,6 +135,11 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 	if missing := cached.Features.Missing(in.Features); len(missing) > 0 {
 		c.MissingFeatures = missing
 		return replaceWith(ReasonFeatureSuperset)
+	}
+	// A provider that reports no database name gives nothing to compare.
+	if pg, ok := rec.Credentials["postgres"]; ok && pg.Database != "" && pg.Database != in.DatabaseName() {
+		c.PriorDatabase = pg.Database
+		return replaceWith(ReasonDatabaseChanged)
 	}
 	if missing := missingServices(cached.Networks, in.Networks); len(missing) > 0 {
 		c.MissingNetworks = missing

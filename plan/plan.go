@@ -49,6 +49,11 @@ const (
 	// ReasonExposureChanged: the publish address, advertised host or TLS
 	// setting differs from the cached instance's.
 	ReasonExposureChanged Reason = "exposure_changed"
+	// ReasonDatabaseChanged: the configuration names another PostgreSQL
+	// database than the cached sandbox's role owns. A rename in place would
+	// break every connection string already handed out just the same, so
+	// the sandbox is replaced and its credentials rotate.
+	ReasonDatabaseChanged Reason = "database_changed"
 	// ReasonNone is used for deletes in a destroy plan, which need no reason.
 	ReasonNone Reason = ""
 )
@@ -94,6 +99,11 @@ type Change struct {
 	// Evict is set when a dead instance's leftovers must be removed before
 	// its replacement is created.
 	Evict bool
+	// Database is the PostgreSQL database a (re)provisioned instance's
+	// role owns ("" means config.DefaultDatabase); PriorDatabase is the
+	// cached one's, shown when a change of name forces a replace.
+	Database      string `json:",omitempty"`
+	PriorDatabase string `json:",omitempty"`
 }
 
 // Plan is the full set of changes, sorted by address. It is pure data: no

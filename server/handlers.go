@@ -7,36 +7,18 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/views"
 )
 
-// requestBody is POST /v1/request's body; release and extend use the
-// fields they need.
-type requestBody struct {
-	Address    string              `json:"address"`
-	Key        string              `json:"key"`
-	Extensions map[string][]string `json:"extensions"`
-	TTL        string              `json:"ttl"`
-}
-
-type releaseBody struct {
-	Address string `json:"address"`
-	Key     string `json:"key"`
-}
-
-type extendBody struct {
-	Address string `json:"address"`
-	Key     string `json:"key"`
-	TTL     string `json:"ttl"`
-}
-
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 }
 
 func (s *Server) request(w http.ResponseWriter, r *http.Request) {
-	var body requestBody
+	var body api.RequestBody
 	if !decode(w, r, &body) {
 		return
 	}
@@ -50,11 +32,11 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteAddr(w, res.Address)
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, res.Sandbox)
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
-	var body releaseBody
+	var body api.ReleaseBody
 	if !decode(w, r, &body) {
 		return
 	}
@@ -66,11 +48,11 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"released": released})
+	writeJSON(w, http.StatusOK, api.ReleaseResult{Released: released})
 }
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
-	var body extendBody
+	var body api.ExtendBody
 	if !decode(w, r, &body) {
 		return
 	}
@@ -91,11 +73,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	out := make([]views.JSONInstance, 0, len(recs))
+	out := api.SandboxList{Sandboxes: make([]api.Instance, 0, len(recs))}
 	for _, rec := range recs {
-		out = append(out, views.NewJSONInstance(rec))
+		out.Sandboxes = append(out.Sandboxes, views.NewJSONInstance(rec))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 // decode reads one JSON object of at most MaxBody bytes, answering 413
@@ -119,33 +101,37 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	case err == nil:
 		return true
 	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", MaxBody), nil)
+		writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("request body is larger than %d bytes", MaxBody), nil)
 	case errors.Is(err, io.EOF):
-		writeError(w, http.StatusBadRequest, "empty request body: send a JSON object", nil)
+		writeError(w, http.StatusBadRequest, api.CodeInvalid, "empty request body: send a JSON object", nil)
 	default:
-		writeError(w, http.StatusBadRequest, "malformed JSON body: "+err.Error(), nil)
+		writeError(w, http.StatusBadRequest, api.CodeInvalid, "malformed JSON body: "+err.Error(), nil)
 	}
 	return false
 }
 
-// fail maps a broker error to a status. Broker errors never hold
+// fail maps a broker error to a status and code. Broker errors never hold
 // credentials (providers scrub them), so the message is passed on.
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	var re *ondemand.Error
 	if errors.As(err, &re) {
-		status := map[ondemand.Kind]int{
-			ondemand.Invalid:    http.StatusBadRequest,
-			ondemand.NotFound:   http.StatusNotFound,
-			ondemand.NotAllowed: http.StatusUnprocessableEntity,
-			ondemand.Busy:       http.StatusConflict,
-			ondemand.Conflict:   http.StatusConflict,
-		}[re.Kind]
-		if status == 0 {
-			status = http.StatusBadRequest
-		}
-		writeError(w, status, re.Msg, re.Allowed)
+		code := re.Kind.Code()
+		writeError(w, statusOf[code], code, re.Msg, re.Allowed)
 		return
 	}
 	s.log.Printf("error: %v", err)
-	writeError(w, http.StatusInternalServerError, err.Error(), nil)
+	if errors.Is(err, apply.ErrEngine) {
+		writeError(w, http.StatusServiceUnavailable, api.CodeEngineUnreachable, err.Error(), nil)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, api.CodeInternal, err.Error(), nil)
+}
+
+// statusOf is the HTTP status of each refusal the broker makes.
+var statusOf = map[api.Code]int{
+	api.CodeInvalid:    http.StatusBadRequest,
+	api.CodeNotFound:   http.StatusNotFound,
+	api.CodeNotAllowed: http.StatusUnprocessableEntity,
+	api.CodeBusy:       http.StatusConflict,
+	api.CodeConflict:   http.StatusConflict,
 }

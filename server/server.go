@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -27,7 +28,7 @@ type Broker interface {
 }
 
 // MaxBody bounds a request body; larger ones get 413.
-const MaxBody = 64 << 10
+const MaxBody = api.MaxBody
 
 // Server is the API's http.Handler.
 type Server struct {
@@ -55,11 +56,11 @@ func New(b Broker, token string, logger *log.Logger, base context.Context) (*Ser
 		base = context.Background()
 	}
 	s := &Server{broker: b, token: sha256.Sum256([]byte(token)), log: logger, mux: http.NewServeMux(), base: base}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.Handle("POST /v1/request", s.authed(s.request))
-	s.mux.Handle("POST /v1/release", s.authed(s.release))
-	s.mux.Handle("POST /v1/extend", s.authed(s.extend))
-	s.mux.Handle("GET /v1/sandboxes", s.authed(s.list))
+	s.mux.HandleFunc("GET "+api.PathHealth, s.healthz)
+	s.mux.Handle("POST "+api.PathRequest, s.authed(s.request))
+	s.mux.Handle("POST "+api.PathRelease, s.authed(s.release))
+	s.mux.Handle("POST "+api.PathExtend, s.authed(s.extend))
+	s.mux.Handle("GET "+api.PathSandboxes, s.authed(s.list))
 	return s, nil
 }
 
@@ -74,7 +75,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.log.Printf("%s %s: internal error: %v", r.Method, r.URL.Path, p)
 			if !rw.wrote {
-				writeError(rw, http.StatusInternalServerError, "internal error", nil)
+				writeError(rw, http.StatusInternalServerError, api.CodeInternal, "internal error", nil)
 			}
 		}
 		s.log.Printf("%s %s %d %s%s", r.Method, r.URL.Path, rw.status, time.Since(start).Round(time.Microsecond), rw.addr)
@@ -88,13 +89,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) notFoundOrMethod(w http.ResponseWriter, r *http.Request) {
-	for _, route := range []string{"/healthz", "/v1/request", "/v1/release", "/v1/extend", "/v1/sandboxes"} {
+	for _, route := range []string{api.PathHealth, api.PathRequest, api.PathRelease, api.PathExtend, api.PathSandboxes} {
 		if r.URL.Path == route {
-			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, route), nil)
+			writeError(w, http.StatusMethodNotAllowed, api.CodeInvalid, fmt.Sprintf("method %s is not allowed on %s", r.Method, route), nil)
 			return
 		}
 	}
-	writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s", r.URL.Path), nil)
+	writeError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s", r.URL.Path), nil)
 }
 
 // authed requires "Authorization: Bearer <token>", compared in constant
@@ -105,7 +106,7 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxer"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token", nil)
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong bearer token", nil)
 			return
 		}
 		h(w, r)
@@ -155,13 +156,8 @@ func (s *Server) callContext(r *http.Request) (context.Context, context.CancelFu
 	return ctx, func() { stop(); cancel() }
 }
 
-type errorBody struct {
-	Error   string   `json:"error"`
-	Allowed []string `json:"allowed,omitempty"`
-}
-
-func writeError(w http.ResponseWriter, status int, msg string, allowed []string) {
-	writeJSON(w, status, errorBody{Error: msg, Allowed: allowed})
+func writeError(w http.ResponseWriter, status int, code api.Code, msg string, allowed []string) {
+	writeJSON(w, status, api.ErrorBody{Error: msg, Code: code, Allowed: allowed})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -30,8 +31,8 @@ func (f *fakeBroker) Request(ctx context.Context, req ondemand.Request) (*ondema
 	case "panic":
 		panic("boom with a secret s3cr3t")
 	}
-	return &ondemand.Result{Address: `sandbox.agent["` + req.Key + `"]`, Generation: 1,
-		Env: map[string]string{"SANDBOXER_REDIS_PASSWORD": "pw"}}, nil
+	return &ondemand.Result{Sandbox: api.Sandbox{Address: `sandbox.agent["` + req.Key + `"]`, Generation: 1,
+		Env: map[string]string{"SANDBOXER_REDIS_PASSWORD": "pw"}}}, nil
 }
 
 func (f *fakeBroker) Release(ctx context.Context, address, key string) (bool, error) {
@@ -155,7 +156,7 @@ func (b *slowBroker) Request(ctx context.Context, req ondemand.Request) (*ondema
 	case <-time.After(300 * time.Millisecond):
 		b.done <- nil
 	}
-	return &ondemand.Result{Address: "sandbox.a[\"k\"]"}, nil
+	return &ondemand.Result{Sandbox: api.Sandbox{Address: "sandbox.a[\"k\"]"}}, nil
 }
 
 // A client that hangs up does not abort a provision; the server's base

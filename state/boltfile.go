@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -23,7 +24,10 @@ const fileLockTimeout = 5 * time.Second
 var errEmptyFile = errors.New("the file is empty")
 
 // openExisting is bbolt's OpenFile hook: it never creates the file (new
-// state files are made by createFile) and refuses an empty one.
+// state files are made by createFile) and refuses an empty one, or one
+// bbolt would read past the end of (see checkBoltFile). Checking before
+// bbolt's flock is safe: bbolt grows the file before it writes a meta page
+// that uses the new pages, and never shrinks it.
 func openExisting(name string, flag int, perm os.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
 	if err != nil {
@@ -37,6 +41,10 @@ func openExisting(name string, flag int, perm os.FileMode) (*os.File, error) {
 	if fi.Size() == 0 {
 		f.Close()
 		return nil, errEmptyFile
+	}
+	if err := checkBoltFile(f, fi.Size()); err != nil {
+		f.Close()
+		return nil, err
 	}
 	return f, nil
 }
@@ -56,12 +64,14 @@ func openDB(ctx context.Context, path string, readOnly bool) (db *bolt.DB, err e
 			db, err = nil, &CorruptError{Path: path, Reason: "bbolt could not open it", Err: fmt.Errorf("panic: %v", r)}
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	db, err = bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:      timeout,
 		ReadOnly:     readOnly,
 		OpenFile:     openExisting,
 		NoStatistics: true,
 	})
+	var damaged *damagedFileError
 	switch {
 	case err == nil:
 		return db, nil
@@ -69,6 +79,8 @@ func openDB(ctx context.Context, path string, readOnly bool) (db *bolt.DB, err e
 		return nil, err
 	case errors.Is(err, errEmptyFile):
 		return nil, &CorruptError{Path: path, Reason: "the file is empty"}
+	case errors.As(err, &damaged):
+		return nil, &CorruptError{Path: path, Reason: damaged.reason}
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return nil, &CorruptError{Path: path, Reason: "not a bbolt database", Err: err}
 	case errors.Is(err, berrors.ErrTimeout):
@@ -84,19 +96,25 @@ func closeDB(db *bolt.DB, path string, err *error) {
 	}
 }
 
-// guard turns a bbolt panic (it panics on some corrupt pages) into an error.
+// guard turns a bbolt panic (it panics on some corrupt pages) into an
+// error. A damaged page can also send bbolt to an address outside the
+// mapped file: SetPanicOnFault (per goroutine, restored on return) makes
+// that fault a panic too, where by default it kills the process. bbolt
+// runs a transaction's reads on the calling goroutine, so this covers them.
 func guard(path string, f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: path, Reason: "bbolt could not read it", Err: fmt.Errorf("panic: %v", r)}
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return f()
 }
 
 // view runs fn in one read-only transaction on a read-only open of path.
 // found is false, with no error, when the file does not exist.
 func view(ctx context.Context, path string, fn func(*bolt.Tx) error) (found bool, err error) {
+	defer func() { err = withFix(path, err) }()
 	db, err := openDB(ctx, path, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -115,6 +133,7 @@ var errNoChange = errors.New("no change")
 // update runs fn in one read-write transaction. A missing file is reported
 // as fs.ErrNotExist; errNoChange from fn is not an error.
 func update(ctx context.Context, path string, fn func(*bolt.Tx) error) (err error) {
+	defer func() { err = withFix(path, err) }()
 	db, err := openDB(ctx, path, false)
 	if err != nil {
 		return err
@@ -186,7 +205,7 @@ func syncDir(dir string) error {
 // exactly the pre-write state. The copy is written under a temporary name
 // and renamed, so a failed backup never clobbers the previous one.
 func writeBackup(tx *bolt.Tx, path string) (err error) {
-	dst := path + ".backup"
+	dst := BackupPath(path)
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(dst)+".tmp-*") // mode 0600
 	if err != nil {
 		return fmt.Errorf("back up state to %s: %w", dst, err)

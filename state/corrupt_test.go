@@ -34,6 +34,21 @@ func TestUnusableFilesRefusedAndUntouched(t *testing.T) {
 			rawUpdate(t, path, fn)
 		}
 	}
+	// cut builds a good state of several pages, then cuts it to at(used)
+	// bytes, where used is the size bbolt says its pages take.
+	cut := func(at func(used int64) int64) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			var recs []*Record
+			for i := range 30 {
+				recs = append(recs, sampleRecord(i))
+			}
+			newState(t, path, recs...)
+			if err := os.Truncate(path, at(boltUsedSize(t, path))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	page := int64(os.Getpagesize())
 	putRaw := func(value string) func(t *testing.T, path string) {
 		return tamper(func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketSandboxes).Put([]byte(addr), []byte(value))
@@ -99,8 +114,19 @@ func TestUnusableFilesRefusedAndUntouched(t *testing.T) {
 				copy(data[2*page:], randomBytes(len(data)-2*page)) // keep both meta pages
 				write(data)(t, path)
 			},
-			want: "unreadable",
+			want: "damaged",
 		},
+		// A file cut short: bbolt would read past the end of its mapping
+		// and die of SIGBUS (issue 8).
+		{name: "cut to 1 byte", make: cut(func(int64) int64 { return 1 }), want: "not a bbolt database"},
+		{name: "cut inside the first page", make: cut(func(int64) int64 { return 100 }), want: "shorter than its two"},
+		{name: "cut to one page", make: cut(func(int64) int64 { return page }), want: "shorter than its two"},
+		{name: "cut inside the second page", make: cut(func(int64) int64 { return page + 100 }), want: "shorter than its two"},
+		{name: "cut to the two header pages", make: cut(func(int64) int64 { return 2 * page }), want: "the file was cut short"},
+		{name: "cut to 8192 bytes", make: cut(func(int64) int64 { return 8192 }), want: "the file was cut short"},
+		{name: "cut by one page", make: cut(func(used int64) int64 { return used - page }), want: "the file was cut short"},
+		{name: "cut by one byte", make: cut(func(used int64) int64 { return used - 1 }), want: "the file was cut short"},
+		{name: "cut in half", make: cut(func(used int64) int64 { return used / 2 }), want: "the file was cut short"},
 		{name: "record not JSON", make: putRaw(`not json{`), want: "invalid character", recordLevel: true},
 		{name: "record with an unknown field", make: putRaw(`{"schema_version":1,"address":"` + addr + `","bogus":true}`), want: `unknown field "bogus"`, recordLevel: true},
 		{name: "record without schema version", make: putRaw(`{"address":"` + addr + `"}`), want: "no schema_version field", recordLevel: true},
@@ -137,8 +163,11 @@ func TestUnusableFilesRefusedAndUntouched(t *testing.T) {
 				if name == "put" {
 					t.Logf("%s: %s", name, msg)
 				}
-				if !strings.Contains(msg, path) || !strings.Contains(msg, tt.want) {
-					t.Errorf("%s: error %q should name the file and say %q", name, msg, tt.want)
+				if !strings.Contains(msg, path) || !strings.Contains(msg, tt.want) || !strings.Contains(msg, "is damaged") {
+					t.Errorf("%s: error %q should name the file, say it is damaged and say %q", name, msg, tt.want)
+				}
+				if ce.Fix == "" || !strings.Contains(msg, ce.Fix) {
+					t.Errorf("%s: error %q should say how to get out (Fix %q)", name, msg, ce.Fix)
 				}
 				if tt.recordLevel && ce.Address != addr {
 					t.Errorf("%s: Address = %q, want %q", name, ce.Address, addr)
@@ -177,4 +206,19 @@ func TestBadRecordCanBeDeleted(t *testing.T) {
 	if len(snap.Records) != 2 {
 		t.Errorf("records: %d, want 2", len(snap.Records))
 	}
+}
+
+// boltUsedSize is the size of the pages in use, as bbolt itself sees it.
+func boltUsedSize(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var size int64
+	if err := db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return size
 }

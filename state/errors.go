@@ -1,28 +1,66 @@
 package state
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"os"
+)
 
 // CorruptError reports a file that is not a usable sandboxer state: random
-// bytes, an empty file, a bbolt database of some other program, or a
-// record that does not decode. The file is left untouched.
+// bytes, an empty or truncated file, a bbolt database of some other
+// program, or a record that does not decode. The file is left untouched.
 type CorruptError struct {
 	Path string
 	// Address is set when one record is at fault rather than the file.
 	Address string
 	Reason  string
 	Err     error
+	// Fix tells the user how to get out: forget the record, or restore
+	// the backup (named when one exists). Empty when not worked out.
+	Fix string
 }
 
 func (e *CorruptError) Error() string {
-	msg := fmt.Sprintf("state file %s is unreadable", e.Path)
+	msg := fmt.Sprintf("state file %s is damaged", e.Path)
 	if e.Address != "" {
-		msg = fmt.Sprintf("state file %s: record %q is unreadable", e.Path, e.Address)
+		msg = fmt.Sprintf("state file %s: record %q is damaged", e.Path, e.Address)
 	}
 	msg += ": " + e.Reason
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
+	if e.Fix != "" {
+		msg += "; " + e.Fix
+	}
 	return msg
+}
+
+// BackupPath is where a Store copies the state file before its first
+// write (see Store).
+func BackupPath(path string) string { return path + ".backup" }
+
+// withFix fills in the Fix of a *CorruptError in err, looking for the
+// backup of path. It returns err.
+func withFix(path string, err error) error {
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Fix != "" {
+		return err
+	}
+	backup := BackupPath(path)
+	_, statErr := os.Stat(backup)
+	hasBackup := statErr == nil
+	restore := fmt.Sprintf("restore the copy taken before the last change with: mv %s %s.damaged && cp %s %s", path, path, backup, path)
+	switch {
+	case ce.Address != "" && hasBackup:
+		ce.Fix = fmt.Sprintf("forget the record with: sandboxer state rm %s (sandboxer reap then removes its containers); or %s", ce.Address, restore)
+	case ce.Address != "":
+		ce.Fix = fmt.Sprintf("forget the record with: sandboxer state rm %s (sandboxer reap then removes its containers)", ce.Address)
+	case hasBackup:
+		ce.Fix = restore
+	default:
+		ce.Fix = fmt.Sprintf("there is no backup (%s); to start again with an empty state: mv %s %s.damaged (the sandboxes it recorded are then no longer tracked)", backup, path, path)
+	}
+	return err
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
@@ -43,8 +81,12 @@ func (e *FutureSchemaError) Error() string {
 	if e.Address != "" {
 		what = fmt.Sprintf("record %q", e.Address)
 	}
-	return fmt.Sprintf("state file %s: %s has schema version %d, written by a newer sandboxer (this one reads up to version %d); upgrade sandboxer",
-		e.Path, what, e.Version, e.Supported)
+	fix := "upgrade sandboxer"
+	if e.Address != "" {
+		fix += fmt.Sprintf(", or forget the record with: sandboxer state rm %s", e.Address)
+	}
+	return fmt.Sprintf("state file %s: %s has schema version %d, written by a newer sandboxer (this one reads up to version %d); %s",
+		e.Path, what, e.Version, e.Supported, fix)
 }
 
 // LineageError reports that the state file was replaced underneath this

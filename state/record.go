@@ -1,6 +1,8 @@
 package state
 
 import (
+	"errors"
+	"sort"
 	"time"
 )
 
@@ -92,4 +94,24 @@ type Snapshot struct {
 	Lineage string
 	Serial  uint64
 	Records map[string]*Record // by address
+	// Damaged are the records that could not be read, by address: each
+	// error is a *CorruptError or *FutureSchemaError naming the record and
+	// saying how to get out. Only Store.Inspect returns a Snapshot with
+	// any; they are not in Records.
+	Damaged map[string]error
+}
+
+// DamagedError joins the errors of the damaged records, sorted by
+// address; nil when there are none.
+func (s *Snapshot) DamagedError() error {
+	addrs := make([]string, 0, len(s.Damaged))
+	for a := range s.Damaged {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	errs := make([]error, 0, len(addrs))
+	for _, a := range addrs {
+		errs = append(errs, s.Damaged[a])
+	}
+	return errors.Join(errs...)
 }

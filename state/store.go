@@ -68,11 +68,29 @@ func (s *Store) checkLineageLocked(got string) error {
 
 type rawRecord struct {
 	addr string
-	data []byte
+	data []byte // nil: a nested bucket where a record should be
 }
 
-// Snapshot reads the whole state in one short read-only transaction.
+// Snapshot reads the whole state in one short read-only transaction. A
+// record that cannot be read fails the whole read, with an error naming
+// it (and every other damaged one): a plan made without it would destroy
+// or recreate what it describes.
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
+	snap, err := s.Inspect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := snap.DamagedError(); err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	return snap, nil
+}
+
+// Inspect reads the whole state like Snapshot, except that records it
+// cannot read (see Snapshot.Damaged) are set aside instead of failing the
+// read. It is for the commands that must keep working around one damaged
+// record: listing the state, and reaping every other sandbox.
+func (s *Store) Inspect(ctx context.Context) (*Snapshot, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
@@ -89,9 +107,6 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 		// allocation rather than one per record.
 		size, n := 0, 0
 		err = b.ForEach(func(k, v []byte) error {
-			if v == nil {
-				return &CorruptError{Path: s.path, Address: string(k), Reason: "it is a bucket, not a record"}
-			}
 			size, n = size+len(v), n+1
 			return nil
 		})
@@ -101,6 +116,10 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 		buf := make([]byte, 0, size)
 		raw = make([]rawRecord, 0, n)
 		return b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				raw = append(raw, rawRecord{addr: string(k)})
+				return nil
+			}
 			start := len(buf)
 			buf = append(buf, v...)
 			raw = append(raw, rawRecord{addr: string(k), data: buf[start:len(buf):len(buf)]})
@@ -121,27 +140,33 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	for _, r := range raw {
 		rec, err := s.decode(r.addr, r.data, names)
 		if err != nil {
-			return nil, fmt.Errorf("read state: %w", err)
+			if snap.Damaged == nil {
+				snap.Damaged = map[string]error{}
+			}
+			snap.Damaged[r.addr] = err
+			continue
 		}
 		snap.Records[r.addr] = rec
 	}
 	return snap, nil
 }
 
-// Get reads one record (nil, nil when absent).
+// Get reads one record (nil, nil when absent). Other records are not
+// decoded, so a damaged one elsewhere does not get in the way.
 func (s *Store) Get(ctx context.Context, addr string) (*Record, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, fmt.Errorf("read %s from state: %w", addr, err)
 	}
 	var lineage string
 	var data []byte
+	var present bool
 	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
 		m, err := readMeta(tx, s.path)
 		if err != nil {
 			return err
 		}
 		lineage = m.lineage
-		data = bytes.Clone(tx.Bucket(bucketSandboxes).Get([]byte(addr)))
+		data, present = lookup(tx, addr)
 		return nil
 	})
 	if err != nil {
@@ -151,7 +176,7 @@ func (s *Store) Get(ctx context.Context, addr string) (*Record, error) {
 		return nil, nil
 	}
 	s.observe(lineage)
-	if data == nil {
+	if !present {
 		return nil, nil
 	}
 	rec, err := s.decode(addr, data, nil)
@@ -161,19 +186,33 @@ func (s *Store) Get(ctx context.Context, addr string) (*Record, error) {
 	return rec, nil
 }
 
+// lookup returns a copy of the bytes stored at addr. present is true also
+// for a nested bucket at addr (data nil), which is damage, not absence.
+func lookup(tx *bolt.Tx, addr string) (data []byte, present bool) {
+	b := tx.Bucket(bucketSandboxes)
+	key := []byte(addr)
+	if v := b.Get(key); v != nil {
+		return bytes.Clone(v), true
+	}
+	return nil, b.Bucket(key) != nil
+}
+
 // decode decodes the record stored at addr; names may be nil (see
 // decodeCurrent).
 func (s *Store) decode(addr string, data []byte, names *interner) (*Record, error) {
+	if data == nil {
+		return nil, withFix(s.path, &CorruptError{Path: s.path, Address: addr, Reason: "it is a bucket, not a record"})
+	}
 	rec, err := decodeRecord(data, SchemaVersion, recordUpgrades(), names)
 	var future futureRecordError
 	switch {
 	case errors.As(err, &future):
 		return nil, &FutureSchemaError{Path: s.path, Address: addr, Version: future.version, Supported: SchemaVersion}
 	case err != nil:
-		return nil, &CorruptError{Path: s.path, Address: addr, Reason: "it does not decode", Err: err}
+		return nil, withFix(s.path, &CorruptError{Path: s.path, Address: addr, Reason: "it does not decode", Err: err})
 	case rec.Address != addr:
-		return nil, &CorruptError{Path: s.path, Address: addr,
-			Reason: fmt.Sprintf("it is stored under %q but names itself %q", addr, rec.Address)}
+		return nil, withFix(s.path, &CorruptError{Path: s.path, Address: addr,
+			Reason: fmt.Sprintf("it is stored under %q but names itself %q", addr, rec.Address)})
 	}
 	return rec, nil
 }

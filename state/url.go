@@ -62,32 +62,6 @@ func queryPath(p string) string {
 	return strings.NewReplacer("&", "%26", "=", "%3D", "+", "%2B").Replace(escaped)
 }
 
-// Attributes are the values outputs and env can refer to for one service:
-// url, host, port, user, password and (postgres) database; network_url,
-// network_host and network_port when it joined user networks; ca (the CA
-// file) when it speaks TLS.
-func (c Credentials) Attributes(service string) map[string]string {
-	attrs := map[string]string{
-		"url":      c.URL(service),
-		"host":     c.Host,
-		"port":     strconv.Itoa(c.Port),
-		"user":     c.User,
-		"password": c.Password.Reveal(),
-	}
-	if c.Database != "" {
-		attrs["database"] = c.Database
-	}
-	if c.NetworkHost != "" {
-		attrs["network_url"] = c.NetworkURL(service)
-		attrs["network_host"] = c.NetworkHost
-		attrs["network_port"] = strconv.Itoa(c.NetworkPort)
-	}
-	if c.CAFile != "" {
-		attrs["ca"] = c.CAFile
-	}
-	return attrs
-}
-
 // String hides the password when credentials are printed by mistake.
 func (c Credentials) String() string {
 	return fmt.Sprintf("%s@%s:%d (password hidden)", c.User, c.Host, c.Port)

@@ -38,10 +38,12 @@ func (s *Store) Delete(ctx context.Context, addr string) error {
 	return nil
 }
 
-// unchanged reports whether storing data (nil = delete) over old is a no-op.
-func unchanged(old, data []byte) bool {
+// unchanged reports whether storing data (nil = delete) over what is at
+// the key is a no-op: present says whether anything is (old is nil for a
+// nested bucket, which only a delete removes).
+func unchanged(present bool, old, data []byte) bool {
 	if data == nil {
-		return old == nil
+		return !present
 	}
 	return old != nil && bytes.Equal(old, data)
 }
@@ -59,12 +61,13 @@ func (s *Store) write(ctx context.Context, addr string, data []byte) error {
 	// not to be ours (bbolt may write to a file merely opened read-write).
 	var m meta
 	var old []byte
+	var present bool
 	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
 		var err error
 		if m, err = readMeta(tx, s.path); err != nil {
 			return err
 		}
-		old = bytes.Clone(tx.Bucket(bucketSandboxes).Get([]byte(addr)))
+		old, present = lookup(tx, addr)
 		return nil
 	})
 	if err != nil {
@@ -75,7 +78,7 @@ func (s *Store) write(ctx context.Context, addr string, data []byte) error {
 		if err := s.checkLineageLocked(m.lineage); err != nil {
 			return err
 		}
-		if unchanged(old, data) {
+		if unchanged(present, old, data) {
 			return nil
 		}
 	case s.lineage != "":
@@ -115,10 +118,11 @@ func (s *Store) apply(tx *bolt.Tx, addr string, data []byte) error {
 	sb := tx.Bucket(bucketSandboxes)
 	key := []byte(addr)
 	old := sb.Get(key)
-	if unchanged(old, data) {
+	nested := old == nil && sb.Bucket(key) != nil
+	if unchanged(old != nil || nested, old, data) {
 		return errNoChange
 	}
-	if old != nil && data != nil {
+	if (old != nil || nested) && data != nil {
 		if err := s.checkOverwrite(addr, old); err != nil {
 			return err
 		}
@@ -129,9 +133,12 @@ func (s *Store) apply(tx *bolt.Tx, addr string, data []byte) error {
 		}
 		s.backedUp = true
 	}
-	if data == nil {
+	switch {
+	case nested:
+		err = sb.DeleteBucket(key)
+	case data == nil:
 		err = sb.Delete(key)
-	} else {
+	default:
 		err = sb.Put(key, data)
 	}
 	if err != nil {
@@ -151,7 +158,8 @@ func (s *Store) apply(tx *bolt.Tx, addr string, data []byte) error {
 
 // checkOverwrite refuses to replace a record this build cannot read: one
 // from a newer sandboxer (its extra fields would be lost) or one that does
-// not decode (the damage would be hidden). Delete still removes either.
+// not decode (the damage would be hidden); old is nil for a nested bucket.
+// Delete still removes any of them.
 func (s *Store) checkOverwrite(addr string, old []byte) error {
 	if _, err := s.decode(addr, old, nil); err != nil {
 		var ce *CorruptError

@@ -87,6 +87,8 @@ func replaceWhy(ch *plan.Change) string {
 		return listPhrase("network", "networks", ch.MissingNetworks) + notJoined(len(ch.MissingNetworks))
 	case plan.ReasonExposureChanged:
 		return fmt.Sprintf("it is %s, the configuration asks for %s", exposureText(ch.Before), exposureText(ch.After))
+	case plan.ReasonDatabaseChanged:
+		return fmt.Sprintf("postgres database %q is now named %q", ch.PriorDatabase, databaseName(ch.Database))
 	}
 	return string(ch.Reason)
 }
@@ -147,10 +149,21 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 			}
 		}
 		lines = append(lines, reachReplaceLines(ch.Before, ch.After, w, c)...)
+		if ch.PriorDatabase != "" && ch.PriorDatabase != databaseName(ch.Database) {
+			lines = append(lines, fmt.Sprintf("      %s %-*s = %q -> %q %s", c.Yellow("~"), w, "database", ch.PriorDatabase, databaseName(ch.Database), c.Red("# forces replacement")))
+		}
 		lines = append(lines, fmt.Sprintf("      %s %-*s = (sensitive) -> (rotated)", c.Yellow("~"), w, "credentials"))
 		return append(lines, "    }")
 	}
 	return nil
+}
+
+// databaseName is the database a change provisions.
+func databaseName(db string) string {
+	if db == "" {
+		return config.DefaultDatabase
+	}
+	return db
 }
 
 func width(names []string) int {

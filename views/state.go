@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -82,23 +83,9 @@ type JSONState struct {
 	Sandboxes        []JSONInstance `json:"sandboxes"`
 }
 
-// JSONInstance is one instance without secrets.
-type JSONInstance struct {
-	Address             string              `json:"address"`
-	Project             string              `json:"project"`
-	Services            []string            `json:"services"`
-	Features            config.FeatureSet   `json:"features"`
-	AvailableExtensions map[string][]string `json:"available_extensions"`
-	Endpoints           map[string]string   `json:"endpoints"`
-	Generation          int                 `json:"generation"`
-	CreatedAt           time.Time           `json:"created_at"`
-	ExpiresAt           *time.Time          `json:"expires_at"`
-	OnDemand            bool                `json:"on_demand"`
-	// Reach (state_reach.go): omitted for loopback without user networks.
-	Networks         []string          `json:"networks,omitempty"`
-	NetworkEndpoints map[string]string `json:"network_endpoints,omitempty"`
-	Exposure         string            `json:"exposure,omitempty"`
-}
+// JSONInstance is one instance without secrets: the API's shape, shared
+// with GET /v1/sandboxes.
+type JSONInstance = api.Instance
 
 // NewJSONInstance strips a record down to what may be shown.
 func NewJSONInstance(r *state.Record) JSONInstance {

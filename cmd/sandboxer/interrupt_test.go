@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
 const twoSandboxes = `provider "docker" {
@@ -40,6 +42,7 @@ const (
 // finishes the job. Twice: the create in flight is abandoned and cleaned
 // up by the provider, and a later apply and destroy work as usual.
 func TestApplyInterrupt(t *testing.T) {
+	testenv.RequireDocker(t)
 	dir := t.TempDir()
 	writeConfig(t, dir, twoSandboxes)
 	cleanupLineage(t, dir)

@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/sandboxer/sandboxer/cmd/sandboxer/internal/cli"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -30,12 +31,25 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // TestScripts runs the end-to-end CLI scenarios in testdata/script.
 // SANDBOXER_UPDATE_GOLDEN=1 rewrites `cmp stdout` golden files in place.
+//
+// Scenarios that need the engine start with `[!docker] skip`; with
+// SANDBOXER_REQUIRE_DOCKER=1 (CI) a missing engine fails the run instead.
 func TestScripts(t *testing.T) {
+	noDocker := testenv.DockerUnavailable()
+	if noDocker != "" && testenv.Required() {
+		t.Fatalf("%s, and %s=1 requires one", noDocker, testenv.RequireEnv)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		UpdateScripts:       os.Getenv("SANDBOXER_UPDATE_GOLDEN") != "",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
+		Condition: func(cond string) (bool, error) {
+			if cond == "docker" {
+				return noDocker == "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
 			for _, k := range []string{"DOCKER_HOST", "SANDBOXER_TEST_POSTGRES_IMAGE", "SANDBOXER_TEST_REDIS_IMAGE"} {

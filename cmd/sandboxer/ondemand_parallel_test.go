@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
 const parallelConfig = `
@@ -32,6 +34,7 @@ sandbox "kv" {
 // different instances hold different instance locks, so four of them at
 // once take about as long as one, not four times as long.
 func TestOnDemandParallelInstances(t *testing.T) {
+	testenv.RequireDocker(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(parallelConfig), 0o600); err != nil {
 		t.Fatal(err)

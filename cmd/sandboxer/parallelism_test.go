@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
 // TestApplyParallelismTiming applies one sandbox, then three with
@@ -14,6 +16,7 @@ import (
 // asserted, because a loaded 2-core machine makes it noisy (three
 // PostgreSQL initdb runs compete for the same CPUs).
 func TestApplyParallelismTiming(t *testing.T) {
+	testenv.RequireDocker(t)
 	config := func(n int) string {
 		var b strings.Builder
 		b.WriteString("provider \"docker\" {\n  image \"postgres\" { ref = \"sandboxer.local/postgres:17\" }\n}\n\n")

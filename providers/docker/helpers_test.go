@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -56,10 +57,12 @@ func testConfig() *config.Provider {
 	}
 }
 
-// requireImages fails (never skips) when the test images are missing: a
-// green run must mean the provider was exercised.
+// requireImages skips without an engine (fails with
+// SANDBOXER_REQUIRE_DOCKER=1, as in CI), and fails (never skips) when the
+// engine is there but the test images are missing.
 func requireImages(tb testing.TB) {
 	tb.Helper()
+	testenv.RequireDocker(tb)
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		tb.Fatalf("docker client: %v", err)

@@ -110,7 +110,7 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	if c, ok := prov.(interface{ Close() error }); ok {
 		defer c.Close()
 	}
-	if err := prov.Check(cmd.Context(), servicesToProvision(p)); err != nil {
+	if err := prov.Check(cmd.Context(), p.ServicesToStart()); err != nil {
 		return err
 	}
 	res, err := execute(f, store, prov, p, opts.Planning.Parallelism)

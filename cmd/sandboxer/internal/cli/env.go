@@ -47,5 +47,5 @@ func envRun(cmd *cobra.Command, opts *EnvOptions) error {
 	if err != nil {
 		return err
 	}
-	return views.Env(f.IO.Out, f.IO.Err, rec, opts.Format)
+	return views.Env(f.IO.Out, f.IO.Err, rec, "", opts.Format)
 }

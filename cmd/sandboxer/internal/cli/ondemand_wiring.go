@@ -2,21 +2,15 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/sandboxer/sandboxer/apply"
-	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/providers/docker"
-	"github.com/sandboxer/sandboxer/state"
 )
 
 // OnDemandOptions are the flags shared by request, release, extend, reap
@@ -38,13 +32,12 @@ func (o *OnDemandOptions) bind(fs *pflag.FlagSet, lockTimeout time.Duration) {
 	fs.StringVar(&o.WebhookURL, "webhook-url", "", "also POST each event to `URL`, in the background (also SANDBOXER_WEBHOOK_URL)")
 }
 
-// onDemand is what the on-demand commands share: configuration, the one
-// state store, a provider connected on first use, and the events sink.
+// onDemand is what the on-demand commands share: the library over the
+// configuration (state store, a provider connected on first use) and the
+// events sink.
 type onDemand struct {
 	f       *Factory
-	cfg     *config.Config
-	store   *state.Store
-	prov    *lazyProvider
+	lib     *sandboxer.Sandboxer
 	sink    events.Sink
 	closers []func()
 	opts    OnDemandOptions
@@ -57,15 +50,15 @@ func openOnDemand(f *Factory, o OnDemandOptions) (*onDemand, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &onDemand{f: f, cfg: cfg, store: f.Store(), opts: o, sink: events.Discard{}}
-	s.prov = &lazyProvider{connect: func(ctx context.Context) (apply.Provider, error) {
-		return f.NewProvider(ctx, cfg.Provider, f.Catalog)
-	}}
-	s.closers = append(s.closers, func() { _ = s.prov.Close() })
+	s := &onDemand{f: f, opts: o, sink: events.Discard{}}
 	if err := s.openEvents(); err != nil {
 		s.close()
 		return nil, err
 	}
+	s.lib = sandboxer.FromConfig(f.Dir(), cfg, sandboxer.Options{
+		StatePath: f.StatePath(), Catalog: f.Catalog, NewProvider: f.NewProvider,
+		Events: s.sink, LockTimeout: o.LockTimeout, Now: f.Now})
+	s.closers = append(s.closers, func() { _ = s.lib.Close() })
 	return s, nil
 }
 
@@ -115,130 +108,9 @@ func (s *onDemand) close() {
 	s.closers = nil
 }
 
-func (s *onDemand) broker() *ondemand.Broker {
-	return &ondemand.Broker{Config: s.cfg, Catalog: s.f.Catalog, Store: s.store, Provider: s.prov,
-		Events: s.sink, Now: s.f.Now, LockTimeout: s.opts.LockTimeout}
-}
+func (s *onDemand) broker() *ondemand.Broker { return s.lib.Broker() }
 
-func (s *onDemand) reaper() *ondemand.Reaper {
-	return &ondemand.Reaper{Config: s.cfg, Store: s.store, Provider: s.prov,
-		Inventory: engineInventory{s.prov}, Events: s.sink, Now: s.f.Now}
-}
-
-// lazyProvider connects to the engine on first use. A failed connect is
-// not remembered, so a long-running serve recovers when the engine comes
-// back.
-type lazyProvider struct {
-	connect func(ctx context.Context) (apply.Provider, error)
-	mu      sync.Mutex
-	p       apply.Provider
-}
-
-func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p != nil {
-		return l.p, nil
-	}
-	p, err := l.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	l.p = p
-	return p, nil
-}
-
-func (l *lazyProvider) Check(ctx context.Context, services []string) error {
-	p, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return p.Check(ctx, services)
-}
-
-func (l *lazyProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
-	p, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return p.Create(ctx, req)
-}
-
-func (l *lazyProvider) Probe(ctx context.Context, rec *state.Record) error {
-	p, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return p.Probe(ctx, rec)
-}
-
-func (l *lazyProvider) Delete(ctx context.Context, rec *state.Record) error {
-	p, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return p.Delete(ctx, rec)
-}
-
-// Close closes the provider if one was connected.
-func (l *lazyProvider) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if c, ok := l.p.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-// managedEngine is what the docker provider offers for finding resources
-// by their labels.
-type managedEngine interface {
-	ListManaged(ctx context.Context, lineage string) ([]docker.Managed, error)
-	DeleteManaged(ctx context.Context, items []docker.Managed) error
-}
-
-// engineInventory adapts the provider's label listing to ondemand.Inventory.
-type engineInventory struct{ l *lazyProvider }
-
-func (e engineInventory) engine(ctx context.Context) (managedEngine, error) {
-	p, err := e.l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := p.(managedEngine)
-	if !ok {
-		return nil, errors.New("this provider cannot list its resources by label")
-	}
-	return m, nil
-}
-
-func (e engineInventory) ListManaged(ctx context.Context, lineage string) ([]ondemand.Resource, error) {
-	m, err := e.engine(ctx)
-	if err != nil {
-		return nil, err
-	}
-	items, err := m.ListManaged(ctx, lineage)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ondemand.Resource, len(items))
-	for i, it := range items {
-		out[i] = ondemand.Resource{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Generation: it.Generation}
-	}
-	return out, nil
-}
-
-func (e engineInventory) DeleteManaged(ctx context.Context, items []ondemand.Resource) error {
-	m, err := e.engine(ctx)
-	if err != nil {
-		return err
-	}
-	in := make([]docker.Managed, len(items))
-	for i, it := range items {
-		in[i] = docker.Managed{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Generation: it.Generation}
-	}
-	return m.DeleteManaged(ctx, in)
-}
+func (s *onDemand) reaper() *ondemand.Reaper { return s.lib.Reaper() }
 
 // parseExtensionFlags turns repeated --extensions svc=f1,f2 into a map;
 // "svc" or "svc=" asks for the bare service.

@@ -121,23 +121,12 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 		if err := checkNetworks(ctx, f, cfg, p.provider); err != nil {
 			return nil, err
 		}
-		if err := p.provider.Check(ctx, servicesToProvision(p.plan)); err != nil {
+		if err := p.provider.Check(ctx, p.plan.ServicesToStart()); err != nil {
 			return nil, err
 		}
 	}
 	ok = true
 	return p, nil
-}
-
-// servicesToProvision lists the services any create or replace will start.
-func servicesToProvision(p *plan.Plan) []string {
-	seen := config.FeatureSet{}
-	for _, c := range p.Changes {
-		if c.Action == plan.Create || c.Action == plan.CreateThenDelete {
-			seen = seen.Union(c.After.Features)
-		}
-	}
-	return seen.Services()
 }
 
 func parseAddrs(flag string, in []string) ([]config.Address, error) {

@@ -80,5 +80,5 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return views.Env(f.IO.Out, f.IO.Err, res.Record, "shell")
+	return views.Env(f.IO.Out, f.IO.Err, res.Record, "", "shell")
 }

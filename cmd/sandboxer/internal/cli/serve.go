@@ -94,7 +94,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	}
 	defer s.close()
 	ctx := cmd.Context() // ends on the first SIGTERM/Ctrl-C
-	if _, err := s.prov.get(ctx); err != nil {
+	if err := s.lib.Connect(ctx); err != nil {
 		return err
 	}
 	logger := log.New(f.IO.Err, "sandboxer serve: ", log.LstdFlags|log.LUTC)
@@ -125,7 +125,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 			return fmt.Errorf("write --addr-file: %w", err)
 		}
 	}
-	logger.Printf("listening on http://%s (state %s)", ln.Addr(), s.store.Path())
+	logger.Printf("listening on http://%s (state %s)", ln.Addr(), s.lib.StatePath())
 
 	stopJanitor := make(chan struct{})
 	var janitor sync.WaitGroup

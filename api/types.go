@@ -1,0 +1,108 @@
+package api
+
+import "time"
+
+// Routes of the API.
+const (
+	PathHealth    = "/healthz"
+	PathRequest   = "/v1/request"
+	PathRelease   = "/v1/release"
+	PathExtend    = "/v1/extend"
+	PathSandboxes = "/v1/sandboxes"
+)
+
+// MaxBody bounds a request body; the server answers 413 above it.
+const MaxBody = 64 << 10
+
+// RequestBody is POST /v1/request's body.
+type RequestBody struct {
+	// Address is sandbox.NAME (then Key is required) or sandbox.NAME["KEY"].
+	Address string `json:"address"`
+	Key     string `json:"key,omitempty"`
+	// Extensions are per-call features, service → features, unioned with
+	// the project's standing set and bounded by the allowlist.
+	Extensions map[string][]string `json:"extensions,omitempty"`
+	// TTL overrides the block's ttl ("" keeps it), e.g. "2h".
+	TTL string `json:"ttl,omitempty"`
+}
+
+// ReleaseBody is POST /v1/release's body.
+type ReleaseBody struct {
+	Address string `json:"address"`
+	Key     string `json:"key,omitempty"`
+}
+
+// ExtendBody is POST /v1/extend's body.
+type ExtendBody struct {
+	Address string `json:"address"`
+	Key     string `json:"key,omitempty"`
+	TTL     string `json:"ttl"`
+}
+
+// Sandbox is what a request returns (POST /v1/request, `request --json`):
+// one instance with its credentials in Env.
+type Sandbox struct {
+	Address             string              `json:"address"`
+	Reused              bool                `json:"reused"`
+	Generation          int                 `json:"generation"`
+	Services            []string            `json:"services"`
+	Features            map[string][]string `json:"features"`
+	AvailableExtensions map[string][]string `json:"available_extensions"`
+	// Env maps SANDBOXER_<SERVICE>_{URL,HOST,PORT,USER,PASSWORD,DB} to
+	// their values. It holds secrets.
+	Env map[string]string `json:"env"`
+	// CA holds, per service that speaks TLS, the PEM of the sandbox's own
+	// CA: Env's SANDBOXER_<SVC>_CA names a file on the machine that ran
+	// sandboxer, which a client elsewhere cannot read.
+	CA map[string]string `json:"ca,omitempty"`
+	// ExpiresAt is nil for an instance without a ttl.
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// Instance is one instance without credentials: an element of GET
+// /v1/sandboxes, POST /v1/extend's answer and `show --json`'s sandboxes.
+type Instance struct {
+	Address             string              `json:"address"`
+	Project             string              `json:"project"`
+	Services            []string            `json:"services"`
+	Features            map[string][]string `json:"features"`
+	AvailableExtensions map[string][]string `json:"available_extensions"`
+	// Endpoints maps a service to host:port.
+	Endpoints  map[string]string `json:"endpoints"`
+	Generation int               `json:"generation"`
+	CreatedAt  time.Time         `json:"created_at"`
+	ExpiresAt  *time.Time        `json:"expires_at"`
+	OnDemand   bool              `json:"on_demand"`
+	// Networks are the user networks it joined, NetworkEndpoints maps a
+	// service to its name:port there, and Exposure says where its ports
+	// are published; all omitted for loopback without user networks.
+	Networks         []string          `json:"networks,omitempty"`
+	NetworkEndpoints map[string]string `json:"network_endpoints,omitempty"`
+	Exposure         string            `json:"exposure,omitempty"`
+}
+
+// ReleaseResult is POST /v1/release's answer. Released is false when
+// there was nothing to release.
+type ReleaseResult struct {
+	Released bool `json:"released"`
+}
+
+// SandboxList is GET /v1/sandboxes's answer.
+type SandboxList struct {
+	Sandboxes []Instance `json:"sandboxes"`
+}
+
+// Health is GET /healthz's answer.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// ErrorBody is the body of every non-2xx answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+	// Code classifies the refusal; see the Code constants.
+	Code Code `json:"code,omitempty"`
+	// Allowed is the allowlist (or opted-in set) a not_allowed refusal
+	// was checked against.
+	Allowed []string `json:"allowed,omitempty"`
+}

@@ -1,0 +1,18 @@
+package docker
+
+import (
+	"testing"
+
+	"github.com/sandboxer/sandboxer/providers/providertest"
+)
+
+// TestConformance runs the provider suite against the real engine; what
+// it leaves behind is removed by lineage.
+func TestConformance(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) providertest.Subject {
+		p, _ := newTestProvider(t)
+		lineage := newLineage(t, p)
+		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
+		return providertest.Subject{Provider: p, Lineage: lineage}
+	})
+}

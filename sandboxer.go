@@ -1,0 +1,184 @@
+package sandboxer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/providers/docker"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Options configure Open. The zero value works: state under the
+// configuration directory, the Docker provider the configuration
+// describes, variables from defaults and SBX_VAR_* in the environment.
+type Options struct {
+	// StatePath is the state file; default DIR/.sandboxer/state.db, the
+	// CLI's default, so the CLI and the library share sandboxes. A
+	// relative path is taken relative to DIR, as the CLI's --state.
+	StatePath string
+	// Vars set variables, as --var NAME=VALUE; they win over VarFiles.
+	Vars map[string]string
+	// VarFiles are read in order, as --var-file (relative to DIR).
+	VarFiles []string
+	// Environ is the environment SBX_VAR_* variables are read from;
+	// nil means os.Environ().
+	Environ []string
+	// Provider, when set, is used instead of the configured engine (for
+	// example providers/fake for tests without Docker). Close does not
+	// close it.
+	Provider apply.Provider
+	// NewProvider connects the configured engine on first use; nil means
+	// the Docker provider.
+	NewProvider func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error)
+	// Catalog is the feature allowlist; nil means config.DefaultCatalog().
+	Catalog *config.Catalog
+	// Events hears lifecycle events of on-demand calls; nil discards.
+	Events events.Sink
+	// LockTimeout bounds waiting for a lock another command holds: the
+	// instance lock of on-demand calls (default ondemand's, 5 min) and the
+	// state lock of Plan and Apply (default 0: fail at once).
+	LockTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Sandboxer is one opened configuration with its state. It is safe for
+// concurrent use; coordination with other processes goes through the
+// state file's locks, as for the CLI.
+type Sandboxer struct {
+	dir   string
+	cfg   *config.Config
+	cat   *config.Catalog
+	store *state.Store
+	prov  *lazyProvider
+	opts  Options
+}
+
+// Open decodes the configuration in dir (every *.sbx.hcl directly in it).
+// A configuration with errors is a *ConfigError. The engine is contacted
+// only when a call needs it.
+func Open(ctx context.Context, dir string, opts Options) (*Sandboxer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cat := opts.Catalog
+	if cat == nil {
+		cat = config.DefaultCatalog()
+	}
+	cfg, diags := config.Load(dir, opts.input(dir), cat)
+	if diags.HasErrors() {
+		var files map[string]*hcl.File
+		if cfg != nil {
+			files = cfg.Files
+		}
+		return nil, &ConfigError{Diagnostics: diags, Files: files}
+	}
+	return FromConfig(dir, cfg, opts), nil
+}
+
+// FromConfig wraps an already decoded configuration (the CLI decodes it
+// itself to render diagnostics). dir is the configuration directory.
+func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
+	cat := opts.Catalog
+	if cat == nil {
+		cat = config.DefaultCatalog()
+	}
+	statePath := opts.StatePath
+	switch {
+	case statePath == "":
+		statePath = filepath.Join(dir, ".sandboxer", "state.db")
+	case !filepath.IsAbs(statePath):
+		statePath = filepath.Join(dir, statePath)
+	}
+	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: state.Open(statePath), opts: opts}
+	connect := opts.NewProvider
+	if connect == nil {
+		connect = func(ctx context.Context, pc *config.Provider, cat *config.Catalog) (apply.Provider, error) {
+			p, err := docker.New(ctx, pc, cat)
+			if err != nil { // not `return docker.New(…)`: a nil *Provider is a non-nil interface
+				return nil, err
+			}
+			return p, nil
+		}
+	}
+	s.prov = &lazyProvider{connect: func(ctx context.Context) (apply.Provider, error) {
+		if opts.Provider != nil {
+			return unclosable{opts.Provider}, nil
+		}
+		return connect(ctx, cfg.Provider, cat)
+	}}
+	return s
+}
+
+// input turns the options' variables into config.Input, files first so
+// that Vars win (Terraform's precedence for -var-file then -var).
+func (o Options) input(dir string) config.Input {
+	var args []config.VarArg
+	for _, f := range o.VarFiles {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(dir, f)
+		}
+		args = append(args, config.VarArg{File: true, Value: f})
+	}
+	names := make([]string, 0, len(o.Vars))
+	for n := range o.Vars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		args = append(args, config.VarArg{Value: n + "=" + o.Vars[n]})
+	}
+	env := o.Environ
+	if env == nil {
+		env = os.Environ()
+	}
+	return config.Input{Args: args, Environ: env}
+}
+
+// Config is the decoded configuration.
+func (s *Sandboxer) Config() *config.Config { return s.cfg }
+
+// StatePath is the state file in use.
+func (s *Sandboxer) StatePath() string { return s.store.Path() }
+
+// Store is the state store (for tooling that inspects state).
+func (s *Sandboxer) Store() *state.Store { return s.store }
+
+// Connect contacts the engine now rather than on first use (serve checks
+// it at start).
+func (s *Sandboxer) Connect(ctx context.Context) error {
+	_, err := s.prov.get(ctx)
+	return classify(err)
+}
+
+// Close releases the engine connection, if one was made.
+func (s *Sandboxer) Close() error { return s.prov.Close() }
+
+// Broker is the on-demand broker over this configuration, for callers
+// that serve it (the CLI's serve, package server).
+func (s *Sandboxer) Broker() *ondemand.Broker {
+	return &ondemand.Broker{Config: s.cfg, Catalog: s.cat, Store: s.store, Provider: s.prov,
+		Events: s.opts.Events, Now: s.opts.Now, LockTimeout: s.opts.LockTimeout}
+}
+
+// Reaper destroys expired instances and orphaned resources of this state.
+func (s *Sandboxer) Reaper() *ondemand.Reaper {
+	return &ondemand.Reaper{Config: s.cfg, Store: s.store, Provider: s.prov,
+		Inventory: engineInventory{s.prov}, Events: s.opts.Events, Now: s.opts.Now}
+}
+
+func (s *Sandboxer) now() time.Time {
+	if s.opts.Now != nil {
+		return s.opts.Now()
+	}
+	return time.Now()
+}

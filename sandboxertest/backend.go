@@ -1,0 +1,98 @@
+package sandboxertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sandboxer/sandboxer"
+	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/apiclient"
+)
+
+// backend is where requests go: the library or the HTTP API.
+type backend interface {
+	request(ctx context.Context, body api.RequestBody) (*api.Sandbox, error)
+	release(ctx context.Context, address, key string) (bool, error)
+	close()
+	name() string
+}
+
+func (s settings) open(ctx context.Context) (backend, error) {
+	if s.apiURL != "" {
+		if s.provider != nil {
+			return nil, errors.New("Provider works with the library only, but SANDBOXER_API_URL points at an API")
+		}
+		c, err := apiclient.New(s.apiURL, s.apiToken)
+		if err != nil {
+			return nil, err
+		}
+		return apiBackend{c: c, url: s.apiURL}, nil
+	}
+	dir := s.dir
+	if dir == "" {
+		var err error
+		if dir, err = FindConfigDir("."); err != nil {
+			return nil, err
+		}
+	}
+	lib, err := sandboxer.Open(ctx, dir, sandboxer.Options{StatePath: s.statePath, Provider: s.provider})
+	if err != nil {
+		return nil, err
+	}
+	return libBackend{lib: lib, dir: dir}, nil
+}
+
+type libBackend struct {
+	lib *sandboxer.Sandboxer
+	dir string
+}
+
+func (l libBackend) request(ctx context.Context, b api.RequestBody) (*api.Sandbox, error) {
+	return l.lib.Request(ctx, b.Address, sandboxer.RequestOptions{Key: b.Key, Extensions: b.Extensions, TTL: b.TTL})
+}
+
+func (l libBackend) release(ctx context.Context, address, key string) (bool, error) {
+	return l.lib.Release(ctx, address, key)
+}
+
+func (l libBackend) close()       { _ = l.lib.Close() }
+func (l libBackend) name() string { return "configuration " + l.dir }
+
+type apiBackend struct {
+	c   *apiclient.Client
+	url string
+}
+
+func (a apiBackend) request(ctx context.Context, b api.RequestBody) (*api.Sandbox, error) {
+	return a.c.Request(ctx, b)
+}
+
+func (a apiBackend) release(ctx context.Context, address, key string) (bool, error) {
+	return a.c.Release(ctx, address, key)
+}
+
+func (a apiBackend) close()       {}
+func (a apiBackend) name() string { return "API " + a.url }
+
+// FindConfigDir returns the nearest directory, from start upwards, that
+// holds a *.sbx.hcl file.
+func FindConfigDir(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", err
+	}
+	for {
+		if m, _ := filepath.Glob(filepath.Join(dir, "*.sbx.hcl")); len(m) > 0 {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			wd, _ := os.Getwd()
+			return "", fmt.Errorf("no *.sbx.hcl in %s or any directory above it; pass sandboxertest.Dir(…) or set SANDBOXER_API_URL", wd)
+		}
+		dir = parent
+	}
+}
