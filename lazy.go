@@ -126,7 +126,7 @@ func (e engineInventory) ListManaged(ctx context.Context, lineage string) ([]ond
 	}
 	out := make([]ondemand.Resource, len(items))
 	for i, it := range items {
-		out[i] = ondemand.Resource{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Generation: it.Generation}
+		out[i] = ondemand.Resource{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Lineage: it.Lineage, Generation: it.Generation}
 	}
 	return out, nil
 }
@@ -138,7 +138,7 @@ func (e engineInventory) DeleteManaged(ctx context.Context, items []ondemand.Res
 	}
 	in := make([]docker.Managed, len(items))
 	for i, it := range items {
-		in[i] = docker.Managed{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Generation: it.Generation}
+		in[i] = docker.Managed{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Lineage: it.Lineage, Generation: it.Generation}
 	}
 	return m.DeleteManaged(ctx, in)
 }

@@ -24,6 +24,12 @@ type RequestBody struct {
 	Extensions map[string][]string `json:"extensions,omitempty"`
 	// TTL overrides the block's ttl ("" keeps it), e.g. "2h".
 	TTL string `json:"ttl,omitempty"`
+	// Profile names a profile of the block's project: its services (when
+	// it names any) replace the block's, its extensions are added.
+	Profile string `json:"profile,omitempty"`
+	// Prefix starts the names in the answer's Env ("" keeps the block's
+	// env_prefix, else SANDBOXER_), e.g. "ROBOCO_TEST_".
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // ReleaseBody is POST /v1/release's body.
@@ -48,8 +54,9 @@ type Sandbox struct {
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`
 	AvailableExtensions map[string][]string `json:"available_extensions"`
-	// Env maps SANDBOXER_<SERVICE>_{URL,HOST,PORT,USER,PASSWORD,DB} to
-	// their values. It holds secrets.
+	// Env maps <PREFIX><SERVICE>_{URL,HOST,PORT,USER,PASSWORD,DB} to
+	// their values (PREFIX: the request's, else the block's env_prefix,
+	// else SANDBOXER_). It holds secrets.
 	Env map[string]string `json:"env"`
 	// CA holds, per service that speaks TLS, the PEM of the sandbox's own
 	// CA: Env's SANDBOXER_<SVC>_CA names a file on the machine that ran

@@ -85,3 +85,33 @@ func BenchmarkParse1000(b *testing.B) {
 		}
 	}
 }
+
+// forEachSet is one sandbox block with for_each = toset([...]) over n
+// literal keys: the shape of issue 8's quadratic report.
+func forEachSet(n int) []byte {
+	var b strings.Builder
+	b.WriteString("project \"p\" {\n  services = [\"postgres\"]\n}\n\nsandbox \"s\" {\n  project  = project.p\n  for_each = toset([")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "\"k%d\"", i)
+	}
+	b.WriteString("])\n}\n")
+	return []byte(b.String())
+}
+
+// manyLocals is n independent locals and one that references them all.
+func manyLocals(n int) []byte {
+	var b strings.Builder
+	b.WriteString("project \"p\" {\n  services = [\"postgres\"]\n}\n\nlocals {\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  l%d = \"v%d\"\n", i, i)
+	}
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+func BenchmarkLoadForEachSet10000(b *testing.B)  { benchLoad(b, forEachSet(10000), 10000) }
+func BenchmarkLoadForEachSet100000(b *testing.B) { benchLoad(b, forEachSet(100000), 100000) }
+func BenchmarkLoadLocals10000(b *testing.B)      { benchLoad(b, manyLocals(10000), 0) }

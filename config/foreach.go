@@ -42,19 +42,22 @@ func (l *loader) forEach(expr hcl.Expression) ([]eachItem, hcl.Diagnostics) {
 			items = append(items, eachItem{key: k.AsString(), value: ev})
 		}
 	case ty.IsSetType():
-		if !v.IsWhollyKnown() {
-			return nil, diags
-		}
-		sv, err := convert.Convert(v, cty.Set(cty.String))
-		if err != nil {
-			return invalid(fmt.Sprintf(`The given "for_each" argument value is unsuitable: "for_each" supports maps and sets of strings, but you have provided a set containing type %s.`, ty.ElementType().FriendlyName()))
-		}
-		for it := sv.ElementIterator(); it.Next(); {
+		// One pass over the set: iterating a cty set sorts it, so the
+		// checks and the conversion are done per element here rather
+		// than by IsWhollyKnown, Convert and a final loop, each a sort.
+		for it := v.ElementIterator(); it.Next(); {
 			_, ev := it.Element()
+			if !ev.IsKnown() {
+				return nil, diags
+			}
 			if ev.IsNull() {
 				return invalid(`The given "for_each" argument value is unsuitable: "for_each" sets must not contain null values.`)
 			}
-			items = append(items, eachItem{key: ev.AsString(), value: ev})
+			sv, err := convert.Convert(ev, cty.String)
+			if err != nil || ev.Type().IsCollectionType() || ev.Type().IsObjectType() || ev.Type().IsTupleType() {
+				return invalid(fmt.Sprintf(`The given "for_each" argument value is unsuitable: "for_each" supports maps and sets of strings, but you have provided a set containing type %s.`, ty.ElementType().FriendlyName()))
+			}
+			items = append(items, eachItem{key: sv.AsString(), value: sv})
 		}
 	default:
 		return invalid(fmt.Sprintf(`The given "for_each" argument value is unsuitable: the "for_each" argument must be a map, or set of strings, and you have provided a value of type %s. Use toset(...) to turn a list of strings into a set.`, ty.FriendlyName()))

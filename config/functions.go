@@ -9,12 +9,13 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
-// functions returns the function table for expressions. It is built fresh
-// for each load so nothing shared is ever mutated. The set is deliberately
-// small and pure: nothing here reads files, the clock or the environment,
-// so a configuration means the same thing wherever it is evaluated.
-func functions() map[string]function.Function {
-	return map[string]function.Function{
+// functions returns the function table for expressions, every function
+// metered by m (see limits.go). It is built fresh for each load so nothing
+// shared is ever mutated. The set is deliberately small and pure: nothing
+// here reads files, the clock or the environment, so a configuration means
+// the same thing wherever it is evaluated.
+func functions(m *meter) map[string]function.Function {
+	table := map[string]function.Function{
 		"upper":      stdlib.UpperFunc,
 		"lower":      stdlib.LowerFunc,
 		"title":      stdlib.TitleFunc,
@@ -50,6 +51,24 @@ func functions() map[string]function.Function {
 		"toset":      stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
 		"tomap":      stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
 	}
+	for name, f := range table {
+		table[name] = m.wrap(name, f)
+	}
+	return table
+}
+
+// convertsTo is the collection type a to-function converts its argument
+// to; the meter converts it first, in linear time.
+func convertsTo(name string) (cty.Type, bool) {
+	switch name {
+	case "tolist":
+		return cty.List(cty.DynamicPseudoType), true
+	case "toset":
+		return cty.Set(cty.DynamicPseudoType), true
+	case "tomap":
+		return cty.Map(cty.DynamicPseudoType), true
+	}
+	return cty.NilType, false
 }
 
 // lengthFunc is length as Terraform users know it: the length of a

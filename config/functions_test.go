@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -31,7 +32,7 @@ func TestFunctions(t *testing.T) {
 		{expr: `file("/etc/passwd")`, wantErr: true}, // no I/O functions
 		{expr: `timestamp()`, wantErr: true},         // nothing time-dependent
 	}
-	ctx := &hcl.EvalContext{Functions: functions()}
+	ctx := &hcl.EvalContext{Functions: functions(&meter{ctx: context.Background()})}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			expr, diags := hclsyntax.ParseExpression([]byte(tt.expr), "test", hcl.InitialPos)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,11 +34,17 @@ var fileSchema = &hcl.BodySchema{
 // its Dir, Sources and Files are populated so the caller can render the
 // diagnostics with source snippets. Its other fields are then partial.
 func Load(dir string, in Input, cat *Catalog) (*Config, hcl.Diagnostics) {
+	return LoadContext(context.Background(), dir, in, cat)
+}
+
+// LoadContext is Load that stops evaluating once ctx is done (a signal):
+// the diagnostics then say the configuration was not fully checked.
+func LoadContext(ctx context.Context, dir string, in Input, cat *Catalog) (*Config, hcl.Diagnostics) {
 	sources, diags := readDir(dir)
 	if diags.HasErrors() {
 		return newConfig(dir), diags
 	}
-	cfg, more := LoadSources(dir, sources, in, cat)
+	cfg, more := LoadSourcesContext(ctx, dir, sources, in, cat)
 	return cfg, append(diags, more...)
 }
 
@@ -46,6 +53,11 @@ func Load(dir string, in Input, cat *Catalog) (*Config, hcl.Diagnostics) {
 // its name; they are taken in name order. It is used for saved plans and
 // fuzzing, and returns a non-nil *Config as Load does.
 func LoadSources(dir string, sources map[string][]byte, in Input, cat *Catalog) (*Config, hcl.Diagnostics) {
+	return LoadSourcesContext(context.Background(), dir, sources, in, cat)
+}
+
+// LoadSourcesContext is LoadSources that stops once ctx is done.
+func LoadSourcesContext(ctx context.Context, dir string, sources map[string][]byte, in Input, cat *Catalog) (*Config, hcl.Diagnostics) {
 	if cat == nil {
 		cat = DefaultCatalog()
 	}
@@ -64,7 +76,7 @@ func LoadSources(dir string, sources map[string][]byte, in Input, cat *Catalog) 
 		}}
 	}
 
-	l := &loader{cfg: cfg, cat: cat, in: in, ev: newEvaluator(cfg), unknownServices: map[string]bool{}}
+	l := &loader{cfg: cfg, cat: cat, in: in, ev: newEvaluator(ctx, cfg), unknownServices: map[string]bool{}}
 	var diags hcl.Diagnostics
 	var blocks hcl.Blocks
 	for _, name := range names {
@@ -79,6 +91,15 @@ func LoadSources(dir string, sources map[string][]byte, in Input, cat *Catalog) 
 		blocks = append(blocks, content.Blocks...)
 	}
 	diags = append(diags, l.decode(blocks)...)
+	if err := ctx.Err(); err != nil {
+		// What was reported is incomplete and may hold errors that are
+		// only the interruption showing through: say so first.
+		diags = append(hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Evaluation interrupted",
+			Detail:   fmt.Sprintf("Loading the configuration was stopped (%s) before it was fully checked.", err),
+		}}, diags...)
+	}
 	return cfg, dedupe(diags)
 }
 
@@ -102,13 +123,20 @@ func (l *loader) decode(blocks hcl.Blocks) hcl.Diagnostics {
 		byType[b.Type] = append(byType[b.Type], b)
 	}
 	var diags hcl.Diagnostics
-	diags = append(diags, l.decodeVariables(byType["variable"])...)
-	diags = append(diags, l.decodeLocals(byType["locals"])...)
-	diags = append(diags, l.decodeProvider(byType["provider"])...)
-	diags = append(diags, l.decodeProjects(byType["project"])...)
-	l.ev.settle()
-	diags = append(diags, l.decodeSandboxes(byType["sandbox"])...)
-	diags = append(diags, l.decodeOutputs(byType["output"])...)
+	phases := []func() hcl.Diagnostics{
+		func() hcl.Diagnostics { return l.decodeVariables(byType["variable"]) },
+		func() hcl.Diagnostics { return l.decodeLocals(byType["locals"]) },
+		func() hcl.Diagnostics { return l.decodeProvider(byType["provider"]) },
+		func() hcl.Diagnostics { return l.decodeProjects(byType["project"]) },
+		func() hcl.Diagnostics { l.ev.settle(); return l.decodeSandboxes(byType["sandbox"]) },
+		func() hcl.Diagnostics { return l.decodeOutputs(byType["output"]) },
+	}
+	for _, phase := range phases {
+		if l.ev.ctx.Err() != nil {
+			break
+		}
+		diags = append(diags, phase()...)
+	}
 	return diags
 }
 

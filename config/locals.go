@@ -55,6 +55,9 @@ func (l *loader) decodeLocals(blocks hcl.Blocks) hcl.Diagnostics {
 			attrs[cycle[0]].NameRange))
 	}
 	for _, name := range sorted {
+		if l.ev.ctx.Err() != nil {
+			return diags
+		}
 		if _, inCycle := l.cfg.Locals[name]; inCycle {
 			continue
 		}

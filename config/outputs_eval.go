@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
@@ -16,7 +17,7 @@ func (c *Config) EvalOutputs(vals map[Address]map[string]map[string]string) (map
 	if vals == nil {
 		vals = map[Address]map[string]map[string]string{}
 	}
-	ev := newEvaluator(c)
+	ev := newEvaluator(context.Background(), c)
 	for name := range c.Locals {
 		ev.localNames[name] = true
 	}

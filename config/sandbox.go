@@ -29,6 +29,9 @@ var sandboxBlockSchema = &hcl.BodySchema{
 func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, b := range blocks {
+		if l.ev.ctx.Err() != nil {
+			break
+		}
 		name := b.Labels[0]
 		if !validName(name) {
 			diags = append(diags, invalidNameDiag("sandbox", name, b.LabelRanges[0]))
@@ -90,6 +93,9 @@ func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Di
 
 	var insts []*Instance
 	for _, k := range keys {
+		if l.ev.ctx.Err() != nil {
+			break
+		}
 		addr := Address{Name: sb.Name}
 		sc := blockScope()
 		if sb.ForEach {

@@ -20,6 +20,7 @@ type Resource struct {
 	ID         string
 	Name       string
 	Address    string
+	Lineage    string
 	Generation int // -1 when unlabelled
 }
 

@@ -26,7 +26,8 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.callContext(r)
 	defer cancel()
 	res, err := s.broker.Request(ctx, ondemand.Request{
-		Address: body.Address, Key: body.Key, Extensions: body.Extensions, TTL: body.TTL})
+		Address: body.Address, Key: body.Key, Extensions: body.Extensions, TTL: body.TTL,
+		Profile: body.Profile, Prefix: body.Prefix})
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -74,10 +74,11 @@ func TestScripts(t *testing.T) {
 
 // cmdSeedState writes a state record without Docker, for plan scenarios:
 //
-//	seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N] [creds]
+//	seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N] [creds] [db=NAME]
 //
 // creds gives every service fixed fake credentials (password
-// "s3cr3t-SERVICE'quoted"), for env and secrecy scenarios.
+// "s3cr3t-SERVICE'quoted"), for env and secrecy scenarios; db=NAME names
+// the postgres database in them (default app).
 func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: seedstate STATEFILE ADDR [svc=f1,f2 ...] [expired] [gen=N] [creds]")
@@ -85,8 +86,11 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 	rec := &state.Record{Address: args[1], Project: "seeded", Features: map[string][]string{},
 		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Generation: 1}
 	withCreds := false
+	database := "app"
 	for _, a := range args[2:] {
 		switch {
+		case strings.HasPrefix(a, "db="):
+			database = strings.TrimPrefix(a, "db=")
 		case a == "expired":
 			rec.ExpiresAt = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 		case a == "creds":
@@ -110,7 +114,7 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 			c := state.Credentials{Host: "127.0.0.1", Port: 40000 + i, User: "app",
 				Password: state.Secret("s3cr3t-" + svc + "'quoted"), AdminUser: "sbx_admin", AdminPassword: "adm1n-secret"}
 			if svc == "postgres" {
-				c.Database = "app"
+				c.Database = database
 			}
 			rec.Credentials[svc] = c
 		}

@@ -45,8 +45,9 @@ func TestApplyParallelismTiming(t *testing.T) {
 		if len(addrs) != n {
 			t.Errorf("state holds %q, want %d records", addrs, n)
 		}
-		if got := labelled(t, lineage); got != 2*n {
-			t.Errorf("%d labelled, want %d", got, 2*n)
+		// One container each, and the lineage's one network.
+		if got := labelled(t, lineage); got != n+1 {
+			t.Errorf("%d labelled, want %d", got, n+1)
 		}
 		mustSandboxer(t, dir, "destroy", "--auto-approve")
 		if got := labelled(t, lineage); got != 0 {

@@ -43,9 +43,6 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 		SecurityOpt:  []string{"no-new-privileges"},
 		Tmpfs:        spec.Tmpfs,
 		AutoRemove:   false, // a crashed container must stay so its log can be read
-		// Created on the default bridge, moved to the instance network
-		// before start (attachNetwork), so this need not wait for it.
-		NetworkMode: defaultNetwork,
 	}
 	if p.cfg.MemoryMB > 0 {
 		host.Memory = p.cfg.MemoryMB * 1024 * 1024
@@ -59,28 +56,38 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 	// Letting the call return means the id is known and cleanup removes it.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
-	resp, err := p.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+	var resp container.CreateResponse
+	// By name: a start after the network was removed and made again
+	// (see onNetwork) resolves the new one.
+	host.NetworkMode = container.NetworkMode(lineageNetworkName(b.req.Lineage))
+	err = p.onNetwork(cctx, b, func() error {
+		var err error
+		resp, err = p.cli.ContainerCreate(cctx, cfg, host, nil, nil, name)
+		return err
+	})
 	if err != nil {
 		return "", "", p.engineErr("create container "+name, err)
 	}
 	b.addContainer(spec.Service, resp.ID, name)
+	if p.afterContainerCreate != nil {
+		p.afterContainerCreate(spec.Service)
+	}
 	if err := ctx.Err(); err != nil {
 		return "", "", err
 	}
 	return resp.ID, name, nil
 }
 
-// startContainer moves a created container to the instance network, starts
-// it, lets the services ranked after it begin (see startRank), and returns
-// the host port the engine picked for port.
+// startContainer starts a created container, lets the services ranked
+// after it begin (see startRank), and returns the host port the engine
+// picked for port.
 func (p *Provider) startContainer(ctx context.Context, b *build, service, id, name string, port nat.Port) (int, error) {
-	if err := p.attachNetwork(ctx, b, service, id, name); err != nil {
-		return 0, err
-	}
 	if err := p.attachUserNetworks(ctx, b, id, name); err != nil {
 		return 0, err
 	}
-	err := p.cli.ContainerStart(ctx, id, container.StartOptions{})
+	err := p.onNetwork(ctx, b, func() error {
+		return p.cli.ContainerStart(ctx, id, container.StartOptions{})
+	})
 	b.starts.pass(service)
 	if err != nil {
 		return 0, p.engineErr("start container "+name, err)

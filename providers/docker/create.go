@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -16,7 +17,6 @@ import (
 // results of each service.
 type build struct {
 	req    apply.CreateRequest
-	net    *instanceNet
 	scrub  scrubber // every secret of this instance; filled before any start
 	starts *startGates
 	// pgVerifier is the SCRAM verifier of the postgres app password, for
@@ -25,6 +25,7 @@ type build struct {
 	reach      *buildReach // reach.go: TLS material and CA file
 
 	mu         sync.Mutex
+	netID      string            // the lineage's network (see onNetwork)
 	containers map[string]string // service → id
 	names      map[string]string // service → container name
 	creds      map[string]state.Credentials
@@ -45,8 +46,8 @@ func (b *build) done(service string, c state.Credentials, available []string) {
 	b.available[service] = available
 }
 
-// Create provisions one instance: a bridge network and one ready container
-// per service, overlapped where the engine allows (see create). On any
+// Create provisions one instance: one ready container per service, on the
+// lineage's shared network (network.go), overlapped where the engine allows (see create). On any
 // failure it removes everything it made and returns an error quoting the
 // failing container's log, scrubbed of secrets.
 //
@@ -59,14 +60,13 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 	}
 	b := &build{
 		req:        req,
-		net:        newInstanceNet(networkName(req.Lineage, req.Address, req.Generation)),
 		starts:     newStartGates(req.Features.Services()),
 		containers: map[string]string{},
 		names:      map[string]string{},
 		creds:      map[string]state.Credentials{},
 		available:  map[string][]string{},
 	}
-	creds, err := p.newCredentials(req.Features.Services())
+	creds, err := p.newCredentials(req.Features.Services(), req.Database)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
@@ -108,21 +108,29 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 // create orders the engine work by what each step needs, so that little
 // of it lies on the path to PostgreSQL's readiness, the longest:
 //
-//	sweep ─┬─ network create ───────────────┐
-//	       └─ postgres: create, copy files ─┴─ attach, start ─┬─ initdb, init script, ready
-//	                                                          └─ redis: create, copy, attach, start, ready
+//	sweep ──────────┬─ postgres: create, copy files, start ─┬─ initdb, init script, ready
+//	lineage network ┘                                       └─ redis: create, copy, start, ready
 //
-// The network is in the group, so it is never still in flight when a
-// failed Create cleans up.
+// The lineage network exists after the first Create of the lineage, so
+// finding it is one list call.
 func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.Credentials) (*apply.Created, error) {
 	req := b.req
-	if err := p.sweep(ctx, req.Address, req.Lineage, req.Generation); err != nil {
-		return nil, fmt.Errorf("remove leftovers of an interrupted create: %w", err)
+	pre, pctx := errgroup.WithContext(ctx)
+	pre.Go(func() error {
+		if err := p.sweep(pctx, req.Address, req.Lineage, req.Generation); err != nil {
+			return fmt.Errorf("remove leftovers of an interrupted create: %w", err)
+		}
+		return nil
+	})
+	pre.Go(func() error {
+		id, err := p.ensureNetwork(pctx, req.Lineage)
+		b.netID = id // read only after pre.Wait
+		return err
+	})
+	if err := pre.Wait(); err != nil {
+		return nil, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return b.net.create(gctx, p, instanceLabels(req.Address, req.Lineage, req.Generation))
-	})
 	for _, svc := range req.Features.Services() {
 		feats := req.Features[svc]
 		g.Go(func() error {
@@ -150,7 +158,7 @@ func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.
 	return &apply.Created{
 		Credentials: b.creds,
 		Resources: state.Resources{
-			Network:    b.net.id,
+			Network:    b.netID,
 			Containers: b.containers,
 		},
 		AvailableExtensions: b.available,
@@ -194,6 +202,7 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 	}
 	errs = append(errs, p.sweep(cctx, b.req.Address, b.req.Lineage, b.req.Generation))
 	errs = append(errs, b.reach.cleanup())
+	errs = append(errs, p.removeNetworkIfUnused(cctx, b.req.Lineage))
 	return errors.Join(errs...)
 }
 
@@ -205,6 +214,11 @@ func (p *Provider) validate(req apply.CreateRequest) error {
 	}
 	if len(req.Features) == 0 {
 		return errors.New("invalid request: no services")
+	}
+	if req.Database != "" {
+		if err := config.CheckDatabase(req.Database); err != nil {
+			return fmt.Errorf("invalid request: %w", err)
+		}
 	}
 	for _, svc := range req.Features.Services() {
 		for _, f := range req.Features[svc] {
@@ -225,8 +239,12 @@ func (p *Provider) validate(req apply.CreateRequest) error {
 	return nil
 }
 
-// newCredentials generates fresh random passwords for every service.
-func (p *Provider) newCredentials(services []string) (map[string]state.Credentials, error) {
+// newCredentials generates fresh random passwords for every service;
+// postgres's role owns database ("" for appDatabase).
+func (p *Provider) newCredentials(services []string, database string) (map[string]state.Credentials, error) {
+	if database == "" {
+		database = appDatabase
+	}
 	out := map[string]state.Credentials{}
 	for _, svc := range services {
 		app, err := newPassword()
@@ -245,7 +263,7 @@ func (p *Provider) newCredentials(services []string) (map[string]state.Credentia
 			AdminPassword: admin,
 		}
 		if svc == "postgres" {
-			c.Database = appDatabase
+			c.Database = database
 		}
 		out[svc] = c
 	}

@@ -246,9 +246,8 @@ func TestCreatePostgresRedis(t *testing.T) {
 			}
 			checkHostConfig(t, svc, ci)
 			checkNoSecret(t, svc, ci, created.Credentials)
-			// Created on the default bridge, but it must run on its own
-			// network only: on the shared bridge it could reach other
-			// sandboxes.
+			// Only on the lineage network, never on the default bridge,
+			// where other containers could reach it.
 			var nets []string
 			for name := range ci.NetworkSettings.Networks {
 				nets = append(nets, name)
@@ -256,11 +255,24 @@ func TestCreatePostgresRedis(t *testing.T) {
 			if len(nets) != 1 || nets[0] != n.Name {
 				t.Errorf("%s container is on networks %v, want only %s", svc, nets, n.Name)
 			}
-			if ep := ci.NetworkSettings.Networks[n.Name]; ep == nil || !slices.Contains(ep.Aliases, svc) {
-				t.Errorf("%s container has no alias %q on %s", svc, svc, n.Name)
-			}
 		}
-		checkLabels(t, "network", n.Labels, wantLabels)
+		// The network is the lineage's, shared by its sandboxes, with
+		// inter-container traffic off (TestIsolation proves it holds).
+		checkLabels(t, "network", n.Labels, map[string]string{
+			LabelManaged: "true", LabelLineage: lineage, LabelNetwork: "lineage",
+		})
+		if n.Labels[LabelAddress] != "" || n.Labels[LabelGeneration] != "" {
+			t.Errorf("lineage network carries instance labels: %v", n.Labels)
+		}
+		if n.Name != lineageNetworkName(lineage) {
+			t.Errorf("network name %q, want %q", n.Name, lineageNetworkName(lineage))
+		}
+		if got := n.Options["com.docker.network.bridge.enable_icc"]; got != "false" {
+			t.Errorf("network enable_icc = %q, want false", got)
+		}
+		if got := n.Options["com.docker.network.bridge.host_binding_ipv4"]; got != loopback {
+			t.Errorf("network host_binding_ipv4 = %q, want %s", got, loopback)
+		}
 		if len(n.Containers) != 2 {
 			t.Errorf("network has %d containers, want 2", len(n.Containers))
 		}
@@ -275,8 +287,9 @@ func TestCreatePostgresRedis(t *testing.T) {
 				t.Errorf("ListManaged entry %+v", m)
 			}
 		}
-		if kinds[KindContainer] != 2 || kinds[KindNetwork] != 1 || kinds[KindVolume] != 0 {
-			t.Errorf("ListManaged kinds %v, want 2 containers, 1 network, no volumes", kinds)
+		// The lineage network is in use, so it is no orphan and not listed.
+		if kinds[KindContainer] != 2 || kinds[KindNetwork] != 0 || kinds[KindVolume] != 0 {
+			t.Errorf("ListManaged kinds %v, want 2 containers, no network, no volumes", kinds)
 		}
 	})
 

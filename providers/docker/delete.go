@@ -12,10 +12,12 @@ import (
 )
 
 // Delete removes a recorded instance: its containers (forced, with their
-// anonymous volumes), then its network, then its volumes, and finally
-// anything else labelled with its address, lineage and generation (a crash
-// between creating a resource and writing state leaves such strays). What is
-// already gone counts as removed, so Delete is idempotent. A recorded id
+// anonymous volumes), then its volumes, then anything else labelled with
+// its address, lineage and generation (a crash between creating a resource
+// and writing state leaves such strays), and finally the lineage's shared
+// network if no container of the lineage is left (a record from before
+// shared networks names a network of its own, removed like a volume). What
+// is already gone counts as removed, so Delete is idempotent. A recorded id
 // whose resource does not carry this instance's labels is left alone.
 //
 // The record has no lineage; it is read from the labels of the recorded
@@ -61,6 +63,9 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 		case cerrdefs.IsNotFound(err):
 		case err != nil:
 			errs = append(errs, p.engineErr("inspect network", err))
+		case n.Labels[LabelManaged] == "true" && n.Labels[LabelNetwork] != "":
+			// The lineage's shared network: removed below once unused.
+			note(n.Labels)
 		case owned(n.Labels, rec.Address) != nil:
 			errs = append(errs, fmt.Errorf("network %s: %w", n.Name, owned(n.Labels, rec.Address)))
 		default:
@@ -88,6 +93,9 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 	if lineage != "" {
 		if err := p.sweep(ctx, rec.Address, lineage, rec.Generation); err != nil {
 			errs = append(errs, fmt.Errorf("sweep labelled leftovers: %w", err))
+		}
+		if err := p.removeNetworkIfUnused(ctx, lineage); err != nil {
+			errs = append(errs, fmt.Errorf("lineage network: %w", err))
 		}
 	}
 	errs = append(errs, removeCAFiles(rec))

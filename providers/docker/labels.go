@@ -21,6 +21,9 @@ const (
 	LabelLineage    = "dev.sandboxer.lineage"
 	LabelGeneration = "dev.sandboxer.generation"
 	LabelService    = "dev.sandboxer.service" // containers only
+	// LabelNetwork marks the network a lineage's sandboxes share (value
+	// "lineage"); it has no address or generation label.
+	LabelNetwork = "dev.sandboxer.network"
 )
 
 // Kinds of managed resources, in the order they must be removed.
@@ -48,6 +51,16 @@ func instanceLabels(address, lineage string, generation int) map[string]string {
 		LabelAddress:    address,
 		LabelLineage:    lineage,
 		LabelGeneration: strconv.Itoa(generation),
+	}
+}
+
+// lineageNetworkLabels are the labels of a lineage's shared network, by
+// which it is found again.
+func lineageNetworkLabels(lineage string) map[string]string {
+	return map[string]string{
+		LabelManaged: "true",
+		LabelLineage: lineage,
+		LabelNetwork: "lineage",
 	}
 }
 
@@ -98,7 +111,16 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]Managed, 
 	if err != nil {
 		return nil, p.engineErr("list networks", err)
 	}
+	busy := map[string]bool{} // lineages with a container
+	for _, m := range out {
+		busy[m.Lineage] = true
+	}
 	for _, n := range ns {
+		// A lineage's shared network belongs to no sandbox; it is left
+		// over (an orphan) only once no container of its lineage exists.
+		if n.Labels[LabelNetwork] != "" && busy[n.Labels[LabelLineage]] {
+			continue
+		}
 		out = append(out, managedFrom(KindNetwork, n.ID, n.Name, n.Labels))
 	}
 	vs, err := p.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
@@ -117,6 +139,11 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]Managed, 
 // already gone count as removed. It tries every item and returns all
 // failures joined. It does not re-check labels: pass only what ListManaged
 // returned.
+//
+// A lineage's shared network (a network without an address) that a
+// concurrent Create has started using meanwhile is left alone, without
+// error. Once the containers are gone, the shared network of each lineage
+// they carried is removed if no container of that lineage remains.
 func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
 	order := map[string]int{KindContainer: 0, KindNetwork: 1, KindVolume: 2}
 	sorted := append([]Managed(nil), items...)
@@ -128,7 +155,11 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
 		case KindContainer:
 			err = p.removeContainer(ctx, m.ID)
 		case KindNetwork:
-			err = p.removeNetwork(ctx, m.ID)
+			if m.Address == "" {
+				err = p.removeSharedNetwork(ctx, m.Lineage, m.ID)
+			} else {
+				err = p.removeNetwork(ctx, m.ID)
+			}
 		case KindVolume:
 			err = p.cli.VolumeRemove(ctx, m.ID, true)
 			if cerrdefs.IsNotFound(err) {
@@ -141,6 +172,13 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", m.Kind, displayName(m), err))
+		}
+	}
+	lineages := map[string]bool{}
+	for _, m := range sorted {
+		if m.Kind == KindContainer && m.Lineage != "" && !lineages[m.Lineage] {
+			lineages[m.Lineage] = true
+			errs = append(errs, p.removeNetworkIfUnused(ctx, m.Lineage))
 		}
 	}
 	return errors.Join(errs...)

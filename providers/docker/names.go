@@ -12,15 +12,35 @@ import (
 // host names share.
 const maxAddrPart = 28
 
-// networkName is the per-instance bridge network:
+// instanceName is the common prefix of an instance's containers:
 // sbx-<lineage[:8]>-<addr>-g<gen>.
-func networkName(lineage, address string, generation int) string {
+func instanceName(lineage, address string, generation int) string {
 	return fmt.Sprintf("sbx-%s-%s-g%d", lineagePart(lineage), addressPart(address), generation)
 }
 
-// containerName is one service's container: the network name plus -<svc>.
+// containerName is one service's container: the instance name plus -<svc>.
 func containerName(lineage, address string, generation int, service string) string {
-	return networkName(lineage, address, generation) + "-" + sanitize(service)
+	return instanceName(lineage, address, generation) + "-" + sanitize(service)
+}
+
+// lineageNetworkName is the network all sandboxes of a lineage share:
+// sbx-net-<lineage>. The whole lineage is in it (not 8 characters, as in
+// container names) because two lineages must never share a network name;
+// a lineage that is not already a safe name part, or is long, is shortened
+// and given a hash of the full value.
+func lineageNetworkName(lineage string) string {
+	s := sanitize(lineage)
+	if s == lineage && s != "" && len(s) <= 40 {
+		return "sbx-net-" + s
+	}
+	if len(s) > 24 {
+		s = strings.TrimRight(s[:24], "-._")
+	}
+	if s == "" {
+		s = "x"
+	}
+	sum := sha256.Sum256([]byte(lineage))
+	return "sbx-net-" + s + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 func lineagePart(lineage string) string {

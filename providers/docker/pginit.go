@@ -33,26 +33,40 @@ const (
 
 // initScript is the SQL the entrypoint runs: the app role, from a SCRAM
 // verifier computed here (the clear-text password never enters the
-// container), its database, and the requested extensions inside that
-// database. feats must already be on the allowlist (validate); allowed is the
-// whole allowlist, for the dependency check in extensionsBlock.
+// container), the requested extensions in template1, and the app database
+// cloned from template1. feats must already be on the allowlist (validate);
+// allowed is the whole allowlist, for the dependency check in
+// extensionsBlock.
+//
+// Test frameworks create databases of their own (Django's test_NAME,
+// Rails' db:create, Prisma's shadow database), so the role may CREATEDB —
+// never SUPERUSER or CREATEROLE. A database it creates is a copy of
+// template1, so creating the extensions there first, as the admin, gives
+// every such database the same extensions as the app database, although
+// the role could not create an untrusted one (vector, postgis) itself.
+// The role cannot change template1 (it is not its owner), so one
+// framework's test database cannot taint another's.
 func initScript(c state.Credentials, verifier string, feats, allowed []string) []byte {
 	role := pgx.Identifier{c.User}.Sanitize()
 	db := pgx.Identifier{c.Database}.Sanitize()
 	var b bytes.Buffer
 	b.WriteString("-- Written by sandboxer; run once by the image's entrypoint as the admin.\n")
 	b.WriteString("\\set ON_ERROR_STOP on\n")
-	fmt.Fprintf(&b, "CREATE ROLE %s LOGIN PASSWORD %s NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS;\n",
+	fmt.Fprintf(&b, "CREATE ROLE %s LOGIN PASSWORD %s NOSUPERUSER NOCREATEROLE CREATEDB NOREPLICATION NOBYPASSRLS;\n",
 		role, quoteLiteral(verifier))
+	if len(feats) > 0 {
+		// Same session user (the admin), in the template the app database
+		// and every database the role creates are copied from.
+		b.WriteString("\\connect template1\n")
+		b.WriteString(extensionsBlock(feats, allowed))
+		// CREATE DATABASE refuses a template with other sessions in it;
+		// leave it first.
+		b.WriteString("\\connect postgres\n")
+	}
 	// FILE_COPY copies template1's few files instead of WAL-logging every
 	// block (WAL_LOG, the default); its checkpoints cost nothing with fsync
 	// off and an empty cluster.
-	fmt.Fprintf(&b, "CREATE DATABASE %s OWNER %s STRATEGY = FILE_COPY;\n", db, role)
-	if len(feats) > 0 {
-		// Same session user (the admin), now in the app database.
-		fmt.Fprintf(&b, "\\connect %s\n", db)
-		b.WriteString(extensionsBlock(feats, allowed))
-	}
+	fmt.Fprintf(&b, "CREATE DATABASE %s OWNER %s TEMPLATE template1 STRATEGY = FILE_COPY;\n", db, role)
 	return b.Bytes()
 }
 

@@ -27,9 +27,10 @@ func TestInitScript(t *testing.T) {
 	const verifier = "SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy"
 	got := string(initScript(c, verifier, []string{"vector", "uuid-ossp"}, []string{"uuid-ossp", "vector", "it's"}))
 	for _, want := range []string{
-		`CREATE ROLE "app" LOGIN PASSWORD '` + verifier + `' NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS;`,
-		`CREATE DATABASE "app" OWNER "app" STRATEGY = FILE_COPY;`,
-		"\n\\connect \"app\"\n",
+		`CREATE ROLE "app" LOGIN PASSWORD '` + verifier + `' NOSUPERUSER NOCREATEROLE CREATEDB NOREPLICATION NOBYPASSRLS;`,
+		`CREATE DATABASE "app" OWNER "app" TEMPLATE template1 STRATEGY = FILE_COPY;`,
+		"\n\\connect template1\n",
+		"\n\\connect postgres\n",
 		`ARRAY['vector', 'uuid-ossp']::text[]`,
 		`ARRAY['uuid-ossp', 'vector', 'it''s']::text[]`,
 		"format('CREATE EXTENSION IF NOT EXISTS %I', ext)",
@@ -41,9 +42,12 @@ func TestInitScript(t *testing.T) {
 	if strings.Contains(got, "app-pw") || strings.Contains(got, "admin-pw") {
 		t.Errorf("init script holds a clear-text password:\n%s", got)
 	}
-	// The role and database come before the switch to the app database,
-	// and the extensions after it.
-	if r, d, e := strings.Index(got, "CREATE ROLE"), strings.Index(got, "\\connect"), strings.Index(got, "DO $sandboxer$"); !(r < d && d < e) {
+	// The role first; the extensions go into template1, and the app
+	// database is copied from it afterwards, so it and every database the
+	// role creates have them.
+	r, tp, e := strings.Index(got, "CREATE ROLE"), strings.Index(got, "\\connect template1"), strings.Index(got, "DO $sandboxer$")
+	back, d := strings.Index(got, "\\connect postgres"), strings.Index(got, "CREATE DATABASE")
+	if !(r < tp && tp < e && e < back && back < d) {
 		t.Errorf("statements out of order:\n%s", got)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -46,6 +47,14 @@ type Provider struct {
 	// CADir is where the CA files of TLS instances are written for clients
 	// (SANDBOXER_<SVC>_CA); TLS instances cannot be created without it.
 	CADir string
+
+	// nets collapses concurrent lookups of a lineage's network into one
+	// engine round trip (network.go).
+	nets singleflight.Group
+
+	// afterContainerCreate, when set (tests only), runs after a service's
+	// container is created and before it starts.
+	afterContainerCreate func(service string)
 
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,6 +17,9 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -216,4 +220,25 @@ func removeCAFiles(rec *state.Record) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// pgConnectAs opens a connection to c's endpoint as user, over TLS when c
+// carries a CA.
+func pgConnectAs(ctx context.Context, c state.Credentials, user string, password state.Secret, db string) (*pgx.Conn, error) {
+	tlsConf, err := clientTLS(c, c.Host)
+	if err != nil {
+		return nil, err
+	}
+	return pgConnect(ctx, c.Host, c.Port, user, password, db, tlsConf)
+}
+
+// redisClientAs is redisClient for c's endpoint as user, over TLS when c
+// carries a CA. A CA that does not parse fails closed: a TLS config that
+// trusts nothing, so every handshake is refused.
+func redisClientAs(c state.Credentials, user string, password state.Secret) *redis.Client {
+	tlsConf, err := clientTLS(c, c.Host)
+	if err != nil {
+		tlsConf = &tls.Config{RootCAs: x509.NewCertPool(), ServerName: c.Host, MinVersion: tls.VersionTLS12}
+	}
+	return redisClient(c.Host, c.Port, user, password, tlsConf)
 }

@@ -44,9 +44,32 @@ func TestNames(t *testing.T) {
 		seen[got] = tt.address
 	}
 	// Addresses that sanitize to the same text still get distinct names.
-	a, b := networkName(lineage, `sandbox.a["b"]`, 1), networkName(lineage, "sandbox.a-b", 1)
+	a, b := instanceName(lineage, `sandbox.a["b"]`, 1), instanceName(lineage, "sandbox.a-b", 1)
 	if a == b {
-		t.Errorf("distinct addresses share the network name %q", a)
+		t.Errorf("distinct addresses share the instance name %q", a)
+	}
+}
+
+func TestLineageNetworkName(t *testing.T) {
+	tests := []struct{ lineage, want string }{
+		{"0123456789abcdef0123456789abcdef", "sbx-net-0123456789abcdef0123456789abcdef"},
+		{"Lineage/1", "sbx-net-lineage-1-" + sha256Hex("Lineage/1")[:8]},
+		{"//", "sbx-net-x-" + sha256Hex("//")[:8]},
+		{strings.Repeat("a", 50), "sbx-net-" + strings.Repeat("a", 24) + "-" + sha256Hex(strings.Repeat("a", 50))[:8]},
+	}
+	for _, tt := range tests {
+		got := lineageNetworkName(tt.lineage)
+		if got != tt.want {
+			t.Errorf("lineageNetworkName(%q) = %q, want %q", tt.lineage, got, tt.want)
+		}
+		if !dockerName.MatchString(got) {
+			t.Errorf("lineageNetworkName(%q) = %q is not a valid Docker name", tt.lineage, got)
+		}
+	}
+	// Lineages that differ only after the 8 characters container names
+	// keep must not share a network.
+	if lineageNetworkName("abcdefgh-1") == lineageNetworkName("abcdefgh-2") {
+		t.Error("lineages sharing a prefix share a network name")
 	}
 }
 

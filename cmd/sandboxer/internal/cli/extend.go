@@ -24,9 +24,10 @@ type ExtendOptions struct {
 func newExtendCmd(f *Factory, runF func(*ExtendOptions) error) *cobra.Command {
 	opts := &ExtendOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "extend ADDR --ttl D",
-		Short: "Keep an on-demand sandbox instance longer: it expires D from now",
-		Args:  rangeArgs(1, 1),
+		Use:               "extend ADDR --ttl D",
+		Short:             "Keep an on-demand sandbox instance longer: it expires D from now",
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrOnDemand),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {

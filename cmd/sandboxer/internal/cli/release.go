@@ -23,7 +23,8 @@ func newReleaseCmd(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command 
 		Short: "Tear down an on-demand sandbox instance and forget it",
 		Long: "Remove sandbox.NAME[\"KEY\"] and its record. Releasing an instance that is not\n" +
 			"there (never requested, already released or reaped) does nothing and exits 0.",
-		Args: rangeArgs(1, 1),
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrOnDemand),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {

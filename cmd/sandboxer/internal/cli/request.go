@@ -18,6 +18,8 @@ type RequestOptions struct {
 	Key        string
 	Extensions []string
 	TTL        string
+	Profile    string
+	Prefix     string
 	JSON       bool
 }
 
@@ -34,8 +36,10 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 			"Prints shell exports (eval \"$(sandboxer request sandbox.agent --key dev-7)\"),\n" +
 			"or with --json the object of SPEC §8.",
 		Example: "  sandboxer request sandbox.agent --key dev-7 --extensions postgres=vector --ttl 2h --json\n" +
+			"  sandboxer request sandbox.agent --key rag-1 --profile rag --prefix ROBOCO_TEST_\n" +
 			"  sandboxer request 'sandbox.agent[\"dev-7\"]'",
-		Args: rangeArgs(1, 1),
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrOnDemand),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {
@@ -49,6 +53,8 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 	fs.StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
 	fs.StringArrayVar(&opts.Extensions, "extensions", nil, "extra features for this call, `SERVICE=F1,F2` (repeatable)")
 	fs.StringVar(&opts.TTL, "ttl", "", "lifetime from now, overriding the block's ttl (e.g. 30m, 4h, 2d; at most 30d)")
+	fs.StringVar(&opts.Profile, "profile", "", "ask for the `NAME`d profile of the block's project (its services and extensions)")
+	fs.StringVar(&opts.Prefix, "prefix", "", "start variable names with `PREFIX` instead of the block's env_prefix or SANDBOXER_ (e.g. ROBOCO_TEST_)")
 	fs.BoolVar(&opts.JSON, "json", false, "print one JSON object")
 	return cmd
 }
@@ -65,7 +71,8 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 	}
 	defer s.close()
 	res, err := s.broker().Request(f.hard, ondemand.Request{
-		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL})
+		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL,
+		Profile: opts.Profile, Prefix: opts.Prefix})
 	if err != nil {
 		return err
 	}
@@ -80,5 +87,5 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return views.Env(f.IO.Out, f.IO.Err, res.Record, "", "shell")
+	return views.Env(f.IO.Out, f.IO.Err, res.Record, res.Prefix, "shell")
 }

@@ -122,5 +122,6 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newReapCmd(f, nil),
 		newServeCmd(f, nil),
 	)
+	completeAddressFlags(f, root)
 	return root
 }

@@ -57,9 +57,10 @@ func newStateListCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command 
 func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 	opts := &StateOptions{f: f}
 	return &cobra.Command{
-		Use:   "show ADDR",
-		Short: "Show one sandbox instance (credentials stay hidden)",
-		Args:  rangeArgs(1, 1),
+		Use:               "show ADDR",
+		Short:             "Show one sandbox instance (credentials stay hidden)",
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrStateAll),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {
@@ -78,9 +79,10 @@ func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command 
 func newStateRmCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
 	opts := &StateOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "rm ADDR",
-		Short: "Forget a sandbox instance without destroying it",
-		Args:  rangeArgs(1, 1),
+		Use:               "rm ADDR",
+		Short:             "Forget a sandbox instance without destroying it",
+		Args:              rangeArgs(1, 1),
+		ValidArgsFunction: completeAddresses(f, addrStateAll),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Addr = args[0]
 			if runF != nil {

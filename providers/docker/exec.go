@@ -1,0 +1,138 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// execIn runs cmd inside a running container as user, streaming its
+// stdout to stdout (nil: discarded). A non-zero exit is an error quoting
+// the tail of its stderr. Nothing secret goes on cmd: the engines' tools
+// reach their servers over the container's local socket, where the images
+// trust local connections, so no password is needed at all.
+func (p *Provider) execIn(ctx context.Context, id, user string, cmd []string, stdout io.Writer) error {
+	ex, err := p.cli.ContainerExecCreate(ctx, id, container.ExecOptions{
+		User: user, Cmd: cmd, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return p.engineErr("exec "+cmd[0]+" in container "+shortID(id), err)
+	}
+	att, err := p.cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return p.engineErr("attach to "+cmd[0]+" in container "+shortID(id), err)
+	}
+	defer att.Close()
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	var stderr tailBuffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(stdout, &stderr, att.Reader)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		att.Close()
+		<-done
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: read output: %w", cmd[0], err)
+	}
+	ins, err := p.cli.ContainerExecInspect(ctx, ex.ID)
+	if err != nil {
+		return p.engineErr("inspect exec of "+cmd[0], err)
+	}
+	if ins.Running {
+		// The streams closed just before the process was reaped.
+		for i := 0; i < 50 && ins.Running; i++ {
+			time.Sleep(10 * time.Millisecond)
+			if ins, err = p.cli.ContainerExecInspect(ctx, ex.ID); err != nil {
+				return p.engineErr("inspect exec of "+cmd[0], err)
+			}
+		}
+	}
+	if ins.ExitCode != 0 {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = "no error output"
+		}
+		return fmt.Errorf("%s exited with code %d: %s", cmd[0], ins.ExitCode, msg)
+	}
+	return nil
+}
+
+// tailBuffer keeps the last 4 KiB written to it: enough of an error.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if over := len(t.b) - 4096; over > 0 {
+		t.b = t.b[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.b) }
+
+// copyIn puts local files into a running container under dir (created,
+// mode 0755; files 0644 so the service user can read them whatever its
+// uid), streamed rather than buffered: a dump can be large. name → local path.
+func (p *Provider) copyIn(ctx context.Context, id, dir string, files map[string]string, inline map[string][]byte) error {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(writeTar(pw, dir, files, inline))
+	}()
+	err := p.cli.CopyToContainer(ctx, id, "/", pr, container.CopyToContainerOptions{})
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return p.engineErr("copy files into container "+shortID(id), err)
+	}
+	return nil
+}
+
+func writeTar(w io.Writer, dir string, files map[string]string, inline map[string][]byte) error {
+	tw := tar.NewWriter(w)
+	now := time.Now()
+	d := strings.Trim(dir, "/") + "/"
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
+		return err
+	}
+	for name, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: st.Size(), ModTime: now})
+		}
+		if err == nil {
+			_, err = io.Copy(tw, f)
+		}
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	for name, b := range inline {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: int64(len(b)), ModTime: now}); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, bytes.NewReader(b)); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
