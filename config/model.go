@@ -115,8 +115,8 @@ type Instance struct {
 	OnDemand  bool
 	// Networks are the user networks the instance joins (provider's and
 	// its block's), sorted; Publish is the provider's exposure.
-	Networks  []string
-	Publish   Publish
+	Networks []string
+	Publish  Publish
 	// Database is the PostgreSQL database the handed-out role owns:
 	// sandbox's, else project's; "" means DefaultDatabase (DatabaseName).
 	Database string
