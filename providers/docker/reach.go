@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -145,4 +146,17 @@ func quoteAll(names []string) []string {
 		out[i] = strconv.Quote(n)
 	}
 	return out
+}
+
+// removeOrphanCAFile removes the CA file of an orphaned container's
+// instance (reap: no record names it any more); none counts as removed.
+func (p *Provider) removeOrphanCAFile(m Managed) error {
+	if p.CADir == "" || m.Address == "" || m.Lineage == "" || m.Generation < 1 {
+		return nil
+	}
+	path := filepath.Join(p.CADir, caFileName(m.Lineage, m.Address, m.Generation)+".ca.pem")
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove CA file: %w", err)
+	}
+	return nil
 }
