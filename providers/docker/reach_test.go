@@ -24,6 +24,11 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
+// loadedReadyTimeout is how long these tests let a sandbox become ready:
+// they check reach, not start-up speed, and the shared engine is often
+// busy with other test runs.
+const loadedReadyTimeout = 3 * time.Minute
+
 // newUserNetwork creates a user network as a user would (docker network
 // create), labelled for this test and removed when it ends.
 func newUserNetwork(t *testing.T, p *Provider) string {
@@ -86,6 +91,7 @@ func runClient(t *testing.T, p *Provider, image, netName string, env []string, c
 func TestUserNetworkEndpoint(t *testing.T) {
 	t.Parallel()
 	p, secrets := newTestProvider(t)
+	p.ReadyTimeout = loadedReadyTimeout
 	lineage := newLineage(t, p)
 	agents := newUserNetwork(t, p)
 	other := newUserNetwork(t, p)
@@ -187,6 +193,8 @@ func hostAddress(t *testing.T) string {
 func TestPublishWithTLS(t *testing.T) {
 	t.Parallel()
 	p, secrets := newTestProvider(t)
+	p.ReadyTimeout = loadedReadyTimeout
+	p.ProbeTimeout = 30 * time.Second // a TLS login on a busy engine
 	p.CADir = t.TempDir()
 	lineage := newLineage(t, p)
 	ip := hostAddress(t)
