@@ -8,6 +8,7 @@ import (
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -60,6 +61,10 @@ func classify(err error) error {
 	var oe *ondemand.Error
 	if errors.As(err, &oe) {
 		return &api.Error{Code: oe.Kind.Code(), Message: oe.Msg, Allowed: oe.Allowed, Err: err}
+	}
+	var ue *plan.UnprovidableError
+	if errors.As(err, &ue) {
+		return &api.Error{Code: api.CodeUnavailable, Message: err.Error(), Err: err}
 	}
 	var le *state.LockedError
 	if errors.As(err, &le) {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/providers/docker"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -35,10 +37,10 @@ func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
 	return p, nil
 }
 
-func (l *lazyProvider) Check(ctx context.Context, services []string) error {
+func (l *lazyProvider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
 	p, err := l.get(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return p.Check(ctx, services)
 }
@@ -141,4 +143,61 @@ func (e engineInventory) DeleteManaged(ctx context.Context, items []ondemand.Res
 		in[i] = docker.Managed{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Lineage: it.Lineage, Generation: it.Generation}
 	}
 	return m.DeleteManaged(ctx, in)
+}
+
+// engine returns the connected provider's data engine.
+func (l *lazyProvider) engine(ctx context.Context) (snapshot.Engine, error) {
+	p, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if u, ok := p.(unclosable); ok {
+		p = u.Provider
+	}
+	e, ok := p.(snapshot.Engine)
+	if !ok {
+		return nil, errors.New("this provider cannot snapshot or restore data")
+	}
+	return e, nil
+}
+
+// Dump, Load and Keep make the lazy provider a snapshot.Engine.
+func (l *lazyProvider) Dump(ctx context.Context, rec *state.Record, service string, w io.Writer) error {
+	e, err := l.engine(ctx)
+	if err != nil {
+		return err
+	}
+	return e.Dump(ctx, rec, service, w)
+}
+
+func (l *lazyProvider) Load(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
+	e, err := l.engine(ctx)
+	if err != nil {
+		return err
+	}
+	return e.Load(ctx, rec, service, d)
+}
+
+func (l *lazyProvider) Keep(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
+	e, err := l.engine(ctx)
+	if err != nil {
+		return err
+	}
+	return e.Keep(ctx, rec, service, d)
+}
+
+// RunSQL runs seed SQL through the connected provider.
+func (l *lazyProvider) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
+	p, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	if u, ok := p.(unclosable); ok {
+		p = u.Provider
+	}
+	r, ok := p.(snapshot.SQLRunner)
+	if !ok {
+		return errors.New("this provider cannot run seed SQL")
+	}
+	return r.RunSQL(ctx, rec, files)
 }

@@ -56,7 +56,21 @@ func (s *Sandboxer) Plan(ctx context.Context, o PlanOptions) (*plan.Plan, error)
 		}
 	}
 	p, err := plan.Build(s.cfg, snap, obs, plan.Options{Now: s.now(), Targets: targets, Replace: replace, Destroy: o.Destroy})
-	return p, classify(err)
+	if err != nil {
+		return nil, classify(err)
+	}
+	// As `sandboxer plan`: with the engine in reach, images and features
+	// are checked now, all at once, rather than one by one during Apply.
+	if !o.NoRefresh && p.HasChanges() {
+		prov, err := s.prov.get(ctx)
+		if err != nil {
+			return nil, classify(err)
+		}
+		if err := apply.Preflight(ctx, prov, p.Changes); err != nil {
+			return nil, classify(err)
+		}
+	}
+	return p, nil
 }
 
 // ApplyOptions are apply's settings.
@@ -85,7 +99,7 @@ func (s *Sandboxer) Apply(ctx context.Context, p *plan.Plan, o ApplyOptions) (ap
 	if err != nil {
 		return apply.Result{}, classify(err)
 	}
-	if err := prov.Check(ctx, p.ServicesToStart()); err != nil {
+	if err := apply.Preflight(ctx, prov, p.Changes); err != nil {
 		return apply.Result{}, classify(err)
 	}
 	lineage, err := s.store.EnsureLineage(ctx)
@@ -96,7 +110,7 @@ func (s *Sandboxer) Apply(ctx context.Context, p *plan.Plan, o ApplyOptions) (ap
 	if par <= 0 {
 		par = 10
 	}
-	e := &apply.Executor{Provider: prov, Store: s.store, Lineage: lineage, Hook: o.Hook, Parallelism: par, Now: s.opts.Now}
+	e := &apply.Executor{Provider: prov, Store: s.store, Lineage: lineage, Hook: o.Hook, Parallelism: par, Now: s.opts.Now, Data: s.mover()}
 	res, err := e.Apply(ctx, nil, p)
 	return res, classify(err)
 }

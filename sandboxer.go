@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/providers/docker"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -166,7 +167,7 @@ func (s *Sandboxer) Close() error { return s.prov.Close() }
 // Broker is the on-demand broker over this configuration, for callers
 // that serve it (the CLI's serve, package server).
 func (s *Sandboxer) Broker() *ondemand.Broker {
-	return &ondemand.Broker{Config: s.cfg, Catalog: s.cat, Store: s.store, Provider: s.prov,
+	return &ondemand.Broker{Config: s.cfg, Catalog: s.cat, Store: s.store, Provider: s.prov, Data: s.mover(),
 		Events: s.opts.Events, Now: s.opts.Now, LockTimeout: s.opts.LockTimeout}
 }
 
@@ -174,6 +175,23 @@ func (s *Sandboxer) Broker() *ondemand.Broker {
 func (s *Sandboxer) Reaper() *ondemand.Reaper {
 	return &ondemand.Reaper{Config: s.cfg, Store: s.store, Provider: s.prov,
 		Inventory: engineInventory{s.prov}, Events: s.opts.Events, Now: s.opts.Now}
+}
+
+// Data runs snapshot, restore and reset. Snapshots live in "snapshots"
+// next to the state file (.sandboxer/snapshots by default).
+func (s *Sandboxer) Data() *snapshot.Manager {
+	return &snapshot.Manager{Records: s.store, Engine: s.prov, Store: SnapshotStore(s.store.Path()),
+		Events: s.opts.Events, LockTimeout: s.opts.LockTimeout, Now: s.opts.Now}
+}
+
+// mover seeds and carries data for the executors this library runs.
+func (s *Sandboxer) mover() snapshot.Mover {
+	return snapshot.Mover{Engine: s.prov, SQL: s.prov, Store: SnapshotStore(s.store.Path()), Dir: s.dir}
+}
+
+// SnapshotStore is the snapshot directory that belongs to a state file.
+func SnapshotStore(statePath string) snapshot.Store {
+	return snapshot.Store{Dir: filepath.Join(filepath.Dir(statePath), "snapshots")}
 }
 
 func (s *Sandboxer) now() time.Time {

@@ -19,6 +19,7 @@ const (
 	CodeConflict          Code = "conflict"           // the instance's state forbids the call (extend of an expired one)
 	CodeEngineUnreachable Code = "engine_unreachable" // the Docker engine cannot be reached
 	CodeTooLarge          Code = "too_large"          // body over MaxBody
+	CodeUnavailable       Code = "unavailable"        // the images cannot provide a requested feature
 	CodeInternal          Code = "internal"           // anything else
 )
 
@@ -32,6 +33,7 @@ var (
 	ErrBusy              = errors.New("busy: locked by another command")
 	ErrConflict          = errors.New("conflict")
 	ErrEngineUnreachable = errors.New("cannot reach the Docker engine")
+	ErrUnavailable       = errors.New("the images cannot provide a requested feature")
 )
 
 // Sentinel returns the sentinel error of a code, nil for codes without
@@ -52,6 +54,8 @@ func (c Code) Sentinel() error {
 		return ErrConflict
 	case CodeEngineUnreachable:
 		return ErrEngineUnreachable
+	case CodeUnavailable:
+		return ErrUnavailable
 	}
 	return nil
 }

@@ -54,6 +54,10 @@ type Sandbox struct {
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`
 	AvailableExtensions map[string][]string `json:"available_extensions"`
+	// ExtensionVersions maps a service to each available extension's
+	// version (RediSearch 1.2.0 and 2.x take different commands). A
+	// sibling of available_extensions, which keeps its list shape.
+	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
 	// Env maps <PREFIX><SERVICE>_{URL,HOST,PORT,USER,PASSWORD,DB} to
 	// their values (PREFIX: the request's, else the block's env_prefix,
 	// else SANDBOXER_). It holds secrets.
@@ -74,6 +78,10 @@ type Instance struct {
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`
 	AvailableExtensions map[string][]string `json:"available_extensions"`
+	// ExtensionVersions maps a service to each available extension's
+	// version (RediSearch 1.2.0 and 2.x take different commands). A
+	// sibling of available_extensions, which keeps its list shape.
+	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
 	// Endpoints maps a service to host:port.
 	Endpoints  map[string]string `json:"endpoints"`
 	Generation int               `json:"generation"`

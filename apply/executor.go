@@ -29,6 +29,9 @@ type Executor struct {
 	Lineage     string
 	Parallelism int
 	Now         func() time.Time
+	// Data seeds new instances and carries data across replaces; nil
+	// when the provider cannot (a plan that needs it then fails).
+	Data DataMover
 	// ProgressEvery is how often Hook.Progress fires for a running change.
 	ProgressEvery time.Duration
 }
@@ -221,7 +224,7 @@ func (e *Executor) change(ctx context.Context, ch *plan.Change) (int, error) {
 				return 0, fmt.Errorf("evict dead instance: %w", err)
 			}
 		}
-		rec, err := e.create(ctx, ch)
+		rec, err := e.create(ctx, ch, prior)
 		if err != nil {
 			return 0, err
 		}
@@ -267,7 +270,7 @@ func checkPrior(ch *plan.Change, prior *state.Record) error {
 }
 
 // create provisions the change's After shape and records it.
-func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, error) {
+func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Record) (*state.Record, error) {
 	gen := ch.PriorGeneration + 1
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
@@ -281,12 +284,24 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change) (*state.Record, 
 	rec := &state.Record{
 		Address: ch.Addr.String(), Project: ch.Project,
 		Services: ch.After.Services, Features: ch.After.Features,
-		AvailableExtensions: made.AvailableExtensions, Credentials: made.Credentials,
-		Resources: made.Resources, CreatedAt: now, Generation: gen,
-		Reach: ch.After.Reach(),
+		AvailableExtensions: made.AvailableExtensions, ExtensionVersions: made.ExtensionVersions,
+		Credentials: made.Credentials,
+		Resources:   made.Resources, CreatedAt: now, Generation: gen,
+		SeedDigest: ch.SeedDigest,
+		Reach:      ch.After.Reach(),
 	}
 	if ch.TTL > 0 {
 		rec.ExpiresAt = now.Add(ch.TTL)
+	}
+	// Data goes in before the record: a failure removes the new instance
+	// and leaves state (and a replaced instance) as they were.
+	if err := e.loadData(ctx, ch, prior, rec); err != nil {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if derr := e.Provider.Delete(cleanup, rec); derr != nil {
+			return nil, fmt.Errorf("%w; removing the new instance also failed (sandboxer reap will find it by its labels): %w", err, derr)
+		}
+		return nil, err
 	}
 	// Commit even when ctx was cancelled mid-way: the instance exists.
 	if err := e.Store.Put(context.WithoutCancel(ctx), rec); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -21,8 +22,10 @@ var ErrEngine = errors.New("cannot reach the Docker engine")
 // Implementations live under providers/; this is all apply needs of them.
 type Provider interface {
 	// Check reports, before any change is made, whether everything the
-	// services need (images) is present or can be fetched.
-	Check(ctx context.Context, services []string) error
+	// services need (images) is present or can be fetched, and what
+	// features each service's image can provide (see Preflight). A service
+	// left out of the capabilities is not checked.
+	Check(ctx context.Context, services []string) (plan.Capabilities, error)
 	// Create provisions a ready instance. On error it leaves nothing behind.
 	Create(ctx context.Context, req CreateRequest) (*Created, error)
 	// Probe checks a recorded instance is running and answers with its
@@ -55,4 +58,7 @@ type Created struct {
 	Credentials         map[string]state.Credentials
 	Resources           state.Resources
 	AvailableExtensions map[string][]string
+	// ExtensionVersions holds, per service, the version of each available
+	// extension or module ("" when the engine does not say).
+	ExtensionVersions map[string]map[string]string
 }

@@ -30,30 +30,30 @@ func (a Address) Block() Address { return Address{Name: a.Name} }
 func ParseAddress(s string) (Address, error) {
 	rest, ok := strings.CutPrefix(s, "sandbox.")
 	if !ok {
-		return Address{}, fmt.Errorf("invalid address %q: must start with \"sandbox.\"", s)
+		return Address{}, fmt.Errorf("invalid address %s: must start with \"sandbox.\"", quote(s))
 	}
 	name, key, hasKey := rest, "", false
 	if i := strings.IndexByte(rest, '['); i >= 0 {
 		if !strings.HasSuffix(rest, "]") {
-			return Address{}, fmt.Errorf("invalid address %q: unterminated index", s)
+			return Address{}, fmt.Errorf("invalid address %s: unterminated index", quote(s))
 		}
 		name, key, hasKey = rest[:i], rest[i+1:len(rest)-1], true
 		if strings.HasPrefix(key, "'") {
-			return Address{}, fmt.Errorf("invalid address %q: quote the key with double quotes, as in sandbox.NAME[\"KEY\"]", s)
+			return Address{}, fmt.Errorf("invalid address %s: quote the key with double quotes, as in sandbox.NAME[\"KEY\"]", quote(s))
 		}
 		if strings.HasPrefix(key, `"`) {
 			unq, err := strconv.Unquote(key)
 			if err != nil {
-				return Address{}, fmt.Errorf("invalid address %q: bad quoted key", s)
+				return Address{}, fmt.Errorf("invalid address %s: bad quoted key", quote(s))
 			}
 			key = unq
 		}
 		if key == "" {
-			return Address{}, fmt.Errorf("invalid address %q: empty key", s)
+			return Address{}, fmt.Errorf("invalid address %s: empty key", quote(s))
 		}
 	}
 	if !validName(name) {
-		return Address{}, fmt.Errorf("invalid address %q: %q is not a valid sandbox name", s, name)
+		return Address{}, fmt.Errorf("invalid address %s: %s is not a valid sandbox name", quote(s), quote(name))
 	}
 	return Address{Name: name, Key: key, HasKey: hasKey}, nil
 }

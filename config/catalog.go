@@ -106,7 +106,7 @@ type UnknownServiceError struct {
 }
 
 func (e *UnknownServiceError) Error() string {
-	return fmt.Sprintf("unknown service %q; known services: %s", e.Service, strings.Join(e.Known, ", "))
+	return fmt.Sprintf("unknown service %s; known services: %s", quote(e.Service), strings.Join(e.Known, ", "))
 }
 
 // FeatureNotAllowedError reports a feature outside a service's allowlist.
@@ -117,6 +117,6 @@ type FeatureNotAllowedError struct {
 }
 
 func (e *FeatureNotAllowedError) Error() string {
-	return fmt.Sprintf("%s feature %q is not on the allowlist; allowed: %s",
-		e.Service, e.Feature, strings.Join(e.Allowed, ", "))
+	return fmt.Sprintf("%s feature %s is not on the allowlist; allowed: %s",
+		e.Service, quote(e.Feature), strings.Join(e.Allowed, ", "))
 }

@@ -34,7 +34,7 @@ func duplicateDiag(kind, name string, prev, this hcl.Range) *hcl.Diagnostic {
 func invalidNameDiag(kind, name string, rng hcl.Range) *hcl.Diagnostic {
 	return errorDiag(
 		fmt.Sprintf("Invalid %s name", kind),
-		fmt.Sprintf("%q is not a valid %s name: a name must start with a letter or underscore and may contain only letters, digits, underscores and dashes.", name, kind),
+		fmt.Sprintf("%s is not a valid %s name: a name must start with a letter or underscore and may contain only letters, digits, underscores and dashes.", quote(name), kind),
 		rng,
 	)
 }

@@ -11,7 +11,8 @@ import (
 // ParseTTL parses a sandbox lifetime: a Go duration ("90m", "4h30m") that
 // may also use a "d" suffix for days of 24 hours ("7d", "1d12h"). "0" means
 // never expires. Negative lifetimes are refused. The CLI uses it for --ttl
-// too, so flags and HCL accept the same text.
+// too, so flags and HCL accept the same text; ParseTTLBounded also applies
+// MinTTL and MaxTTL.
 func ParseTTL(s string) (time.Duration, error) {
 	if s == "0" {
 		return 0, nil
@@ -20,7 +21,7 @@ func ParseTTL(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("empty ttl")
 	}
 	if strings.HasPrefix(s, "-") {
-		return 0, fmt.Errorf("invalid ttl %q: must not be negative", s)
+		return 0, fmt.Errorf("invalid ttl %s: must not be negative", quote(s))
 	}
 	// Split off whole or fractional days, then hand the rest to Go.
 	var total time.Duration
@@ -35,11 +36,11 @@ func ParseTTL(s string) (time.Duration, error) {
 		}
 		days, err := strconv.ParseFloat(rest[:i], 64)
 		if err != nil {
-			return 0, fmt.Errorf("invalid ttl %q", s)
+			return 0, fmt.Errorf("invalid ttl %s", quote(s))
 		}
 		d := days * float64(24*time.Hour)
 		if d > math.MaxInt64-float64(total) {
-			return 0, fmt.Errorf("invalid ttl %q: too long", s)
+			return 0, fmt.Errorf("invalid ttl %s: too long", quote(s))
 		}
 		total += time.Duration(d)
 		rest = rest[i+1:]
@@ -47,10 +48,10 @@ func ParseTTL(s string) (time.Duration, error) {
 	if rest != "" {
 		d, err := time.ParseDuration(rest)
 		if err != nil || d < 0 {
-			return 0, fmt.Errorf("invalid ttl %q", s)
+			return 0, fmt.Errorf("invalid ttl %s", quote(s))
 		}
 		if d > math.MaxInt64-total {
-			return 0, fmt.Errorf("invalid ttl %q: too long", s)
+			return 0, fmt.Errorf("invalid ttl %s: too long", quote(s))
 		}
 		total += d
 	}

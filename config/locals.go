@@ -64,6 +64,15 @@ func (l *loader) decodeLocals(blocks hcl.Blocks) hcl.Diagnostics {
 		v, more := l.ev.eval(attrs[name].Expr, scope{locals: true})
 		diags = append(diags, more...)
 		v, _ = v.UnmarkDeep()
+		// Function results are metered as they are built; this catches
+		// growth without functions ("${local.a}${local.a}", nested for
+		// expressions) before the next local doubles it again.
+		if what := measure(v).over(); what != "" {
+			diags = append(diags, errorDiag("Value too large",
+				fmt.Sprintf("local.%s would hold %s; configurations are limited so that evaluating them cannot exhaust memory.", name, what),
+				attrs[name].Expr.Range()))
+			v = cty.DynamicVal
+		}
 		l.cfg.Locals[name] = v
 	}
 	return diags

@@ -78,6 +78,8 @@ type Project struct {
 	// ("" when not set).
 	Database  string
 	EnvPrefix string
+	// Seed is the default seed of the project's sandboxes (nil: none).
+	Seed *Seed
 	// Profiles are named presets a request can ask for, by name.
 	Profiles  map[string]*Profile
 	DeclRange hcl.Range
@@ -123,6 +125,11 @@ type Instance struct {
 	// EnvPrefix starts the names env and request print: sandbox's, else
 	// project's; "" means state.DefaultEnvPrefix.
 	EnvPrefix string
+	// Seed is loaded at provision: the sandbox's, else the project's.
+	Seed *Seed
+	// CarryData: a replace of a live instance copies its data into the
+	// new one before the old one goes (carry_data = true).
+	CarryData bool
 	DeclRange hcl.Range
 }
 

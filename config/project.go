@@ -15,6 +15,8 @@ var projectBlockSchema = &hcl.BodySchema{
 		{Name: "extensions"},
 		{Name: "database"},
 		{Name: "env_prefix"},
+		{Name: "seed_sql"},
+		{Name: "seed_snapshot"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "profile", LabelNames: []string{"name"}},
@@ -94,6 +96,9 @@ func (l *loader) decodeProjectBlock(b *hcl.Block) (p *Project, known bool, diags
 	fw, more := l.decodeFrameworkSettings(content, sc, opted, "project."+p.Name)
 	diags = append(diags, more...)
 	p.Database, p.EnvPrefix = fw.Database, fw.EnvPrefix
+	data, more := l.decodeDataSettings(content, sc, "project."+p.Name)
+	diags = append(diags, more...)
+	p.Seed = data.Seed
 	diags = append(diags, l.decodeProfiles(p, content.Blocks, known)...)
 	return p, known, diags
 }

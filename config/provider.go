@@ -93,7 +93,11 @@ func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics 
 		if !ok {
 			continue
 		}
-		n, ok, more := l.positiveInt(attr, sc)
+		lo, hi := int64(MinMemoryMB), int64(MaxMemoryMB)
+		if name == "pids_limit" {
+			lo, hi = MinPidsLimit, MaxPidsLimit
+		}
+		n, ok, more := l.boundedInt(attr, sc, lo, hi)
 		diags = append(diags, more...)
 		if !ok {
 			continue
@@ -141,7 +145,12 @@ func (l *loader) decodeImageBlock(svc string, b *hcl.Block) (Image, hcl.Diagnost
 		if ok && s.AsString() == "" {
 			diags = append(diags, errorDiag("Invalid image reference", "The image reference must not be empty.", attr.Expr.Range()))
 		} else if ok {
-			img.Ref = s.AsString()
+			if err := CheckImageRef(s.AsString()); err != nil {
+				diags = append(diags, errorDiag("Invalid image reference",
+					upperFirst(err.Error())+`. Write a reference as Docker does, such as "postgres:17" or "registry.example.com/team/redis:7".`, attr.Expr.Range()))
+			} else {
+				img.Ref = s.AsString()
+			}
 		}
 	}
 	if attr, ok := content.Attributes["modules"]; ok {
@@ -155,9 +164,14 @@ func (l *loader) decodeImageBlock(svc string, b *hcl.Block) (Image, hcl.Diagnost
 				diags = append(diags, catalogDiag(err, it.KeyRange))
 				continue
 			}
-			if it.Value.IsNull() || it.Value.AsString() == "" {
+			if it.Value.IsNull() {
 				diags = append(diags, errorDiag("Invalid module path",
 					fmt.Sprintf("The module path for feature %q must be a non-empty path inside the image.", it.Key), it.ValueExpr.Range()))
+				continue
+			}
+			if err := CheckModulePath(it.Value.AsString()); err != nil {
+				diags = append(diags, errorDiag("Invalid module path",
+					fmt.Sprintf("%s. The module path for feature %q must be an absolute path inside the image, such as \"/usr/lib/redis/modules/redisearch.so\".", upperFirst(err.Error()), it.Key), it.ValueExpr.Range()))
 				continue
 			}
 			if img.Modules == nil {
@@ -169,8 +183,9 @@ func (l *loader) decodeImageBlock(svc string, b *hcl.Block) (Image, hcl.Diagnost
 	return img, diags
 }
 
-// positiveInt evaluates an attribute that must be a whole number above 0.
-func (l *loader) positiveInt(attr *hcl.Attribute, sc scope) (int64, bool, hcl.Diagnostics) {
+// boundedInt evaluates an attribute that must be a whole number from lo
+// to hi.
+func (l *loader) boundedInt(attr *hcl.Attribute, sc scope, lo, hi int64) (int64, bool, hcl.Diagnostics) {
 	v, diags := l.ev.eval(attr.Expr, sc)
 	n, ok, more := typed(v, attr.Expr, cty.Number, attr.Name)
 	diags = append(diags, more...)
@@ -178,9 +193,9 @@ func (l *loader) positiveInt(attr *hcl.Attribute, sc scope) (int64, bool, hcl.Di
 		return 0, false, diags
 	}
 	i, acc := n.AsBigFloat().Int64()
-	if acc != 0 || i <= 0 {
+	if acc != 0 || i < lo || i > hi {
 		return 0, false, append(diags, errorDiag("Invalid value",
-			fmt.Sprintf("%q must be a whole number greater than 0.", attr.Name), attr.Expr.Range()))
+			fmt.Sprintf("%q must be a whole number from %d to %d.", attr.Name, lo, hi), attr.Expr.Range()))
 	}
 	return i, true, diags
 }

@@ -21,6 +21,9 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "networks"}, // reach.go
 		{Name: "database"},
 		{Name: "env_prefix"},
+		{Name: "seed_sql"},
+		{Name: "seed_snapshot"},
+		{Name: "carry_data"},
 	},
 }
 
@@ -203,6 +206,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 	}
 	fw, more := l.decodeFrameworkSettings(content, sc, opted, owner)
 	diags = append(diags, more...)
+	data, more := l.decodeDataSettings(content, sc, owner)
+	diags = append(diags, more...)
 	if p == nil {
 		return nil, diags
 	}
@@ -220,11 +225,15 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		Publish:   l.cfg.Provider.Publish,
 		Database:  or(fw.Database, p.Database),
 		EnvPrefix: or(fw.EnvPrefix, p.EnvPrefix),
+		Seed:      mergeSeed(data.Seed, p.Seed),
+		CarryData: data.CarryData,
 		DeclRange: sb.DeclRange,
 	}, diags
 }
 
-// ttl evaluates a ttl argument: a duration string, "0" for never.
+// ttl evaluates a ttl argument: a duration string within MinTTL and
+// MaxTTL, or exactly "0" for never ("0s" is refused as too short, so a
+// typo cannot mean forever). No ttl argument also means never.
 func (l *loader) ttl(attr *hcl.Attribute, sc scope) (time.Duration, hcl.Diagnostics) {
 	v, diags := l.ev.eval(attr.Expr, sc)
 	s, ok, more := typed(v, attr.Expr, cty.String, "ttl")
@@ -232,10 +241,10 @@ func (l *loader) ttl(attr *hcl.Attribute, sc scope) (time.Duration, hcl.Diagnost
 	if !ok {
 		return 0, diags
 	}
-	d, err := ParseTTL(s.AsString())
+	d, err := ParseTTLBounded(s.AsString(), true)
 	if err != nil {
 		return 0, append(diags, errorDiag("Invalid ttl",
-			fmt.Sprintf("%s. A ttl is a duration such as \"30m\", \"4h\" or \"7d\", or \"0\" for a sandbox that never expires.", upperFirst(err.Error())),
+			fmt.Sprintf("%s. A ttl is a duration from %s to %s such as \"30m\", \"4h\" or \"7d\", or \"0\" for a sandbox that never expires.", upperFirst(err.Error()), formatTTL(MinTTL), formatTTL(MaxTTL)),
 			attr.Expr.Range()))
 	}
 	return d, diags

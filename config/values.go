@@ -165,7 +165,7 @@ func duplicateKeys(entries []literalEntry, attr string) hcl.Diagnostics {
 	for _, e := range entries {
 		if prev, dup := seen[e.key]; dup {
 			out = append(out, errorDiag("Duplicate map key",
-				fmt.Sprintf("The key %q was already set in %q at %s; each key may appear once.", e.key, attr, prev), e.pair.Key.Range()))
+				fmt.Sprintf("The key %s was already set in %q at %s; each key may appear once.", quote(e.key), attr, prev), e.pair.Key.Range()))
 			continue
 		}
 		seen[e.key] = e.pair.Key.Range()
@@ -222,7 +222,7 @@ func pathPrefix(path cty.Path) string {
 			if s.Key.Type() == cty.Number && s.Key.IsKnown() && !s.Key.IsNull() {
 				parts = append(parts, "element "+s.Key.AsBigFloat().Text('f', -1))
 			} else if k, ok := stringKey(s.Key); ok {
-				parts = append(parts, fmt.Sprintf("key %q", k))
+				parts = append(parts, "key "+quote(k))
 			}
 		}
 	}

@@ -46,7 +46,7 @@ func (l *loader) assignVariables(decls map[string]*variableDecl) hcl.Diagnostics
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid --var option",
-				Detail:   fmt.Sprintf("The given --var option %q is not correctly specified. It must be a variable name and value separated by an equals sign, like --var key=value.", flag),
+				Detail:   fmt.Sprintf("The given --var option %s is not correctly specified. It must be a variable name and value separated by an equals sign, like --var key=value.", quote(flag)),
 			})
 			continue
 		}

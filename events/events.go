@@ -22,6 +22,8 @@ const (
 	Expired     Type = "expired"     // destroyed by reap after its TTL ran out
 	Reaped      Type = "reaped"      // orphaned resources removed by reap
 	Failed      Type = "failed"      // a request, release or reap step failed
+	Snapshotted Type = "snapshotted" // its data saved as a snapshot (Reason: the name)
+	Restored    Type = "restored"    // its data replaced from a snapshot (Reason: the name, or "reset NAME")
 )
 
 // Event is one transition. It never holds credentials.

@@ -22,6 +22,7 @@ type Store interface {
 	Put(ctx context.Context, rec *state.Record) error
 	Delete(ctx context.Context, addr string) error
 	Snapshot(ctx context.Context) (*state.Snapshot, error)
+	Inspect(ctx context.Context) (*state.Snapshot, error)
 	EnsureLineage(ctx context.Context) (string, error)
 	Lock(ctx context.Context, operation string, timeout time.Duration) (func() error, error)
 	LockInstance(ctx context.Context, addr, operation string, timeout time.Duration) (func() error, error)
@@ -50,6 +51,9 @@ type Broker struct {
 	Catalog  *config.Catalog
 	Store    Store
 	Provider apply.Provider
+	// Data seeds new instances and carries data across replaces (nil:
+	// a seed or carry fails the request).
+	Data apply.DataMover
 	// Events hears every transition; nil discards them.
 	Events events.Sink
 	// Now is the clock (default time.Now).

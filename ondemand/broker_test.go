@@ -59,7 +59,7 @@ func TestRequestProvisionsThenReuses(t *testing.T) {
 
 var cmpResult = cmp.FilterPath(func(p cmp.Path) bool {
 	switch p.Last().String() {
-	case ".Env", ".Record", ".ExpiresAt", ".AvailableExtensions", ".Prefix":
+	case ".Env", ".Record", ".ExpiresAt", ".AvailableExtensions", ".ExtensionVersions", ".Prefix":
 		return true
 	}
 	return false

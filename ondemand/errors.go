@@ -23,6 +23,9 @@ const (
 	// Conflict: the instance is in a state that forbids the call (extend
 	// of an expired instance).
 	Conflict
+	// Unavailable: the images cannot provide a requested feature (Err is
+	// the *plan.UnprovidableError listing them).
+	Unavailable
 )
 
 // Error is a refused call. Nothing was provisioned or changed.
@@ -32,9 +35,13 @@ type Error struct {
 	// Allowed is the allowlist (or opted-in set) that a NotAllowed error
 	// was checked against.
 	Allowed []string
+	// Err is the underlying error, when there is one.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // Code is the API's name for the kind.
 func (k Kind) Code() api.Code {
@@ -49,6 +56,8 @@ func (k Kind) Code() api.Code {
 		return api.CodeBusy
 	case Conflict:
 		return api.CodeConflict
+	case Unavailable:
+		return api.CodeUnavailable
 	}
 	return api.CodeInvalid
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -23,13 +24,18 @@ type fakeProvider struct {
 	delay   time.Duration
 	n       int
 	failNew error // Create fails with it when set
+	caps    plan.Capabilities // what Check reports (nil: nothing checked)
 }
 
 func newFake() *fakeProvider {
 	return &fakeProvider{live: map[string]bool{}, dead: map[string]bool{}}
 }
 
-func (f *fakeProvider) Check(context.Context, []string) error { return nil }
+func (f *fakeProvider) Check(context.Context, []string) (plan.Capabilities, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.caps, nil
+}
 
 func (f *fakeProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
 	if f.delay > 0 {

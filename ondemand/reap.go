@@ -44,6 +44,11 @@ type Inventory interface {
 //     record owns: no record at its address, or a generation other than
 //     the record's (a kill -9 between creating containers and recording
 //     them; an old generation whose removal failed).
+//   - A record that cannot be read (invalid JSON, a newer schema) is
+//     reported in ReapReport.Damaged and left alone, with the resources
+//     labelled with its address: its ttl and generation are unknown. The
+//     rest of the pass goes on, so ttl expiry keeps working for every
+//     other sandbox.
 //
 // Safety while other commands run: every writer holds the instance lock
 // from before it creates resources until after it has recorded them
@@ -73,24 +78,39 @@ type Skip struct {
 	Why     string
 }
 
+// Damaged is an address whose state record cannot be read. Reap leaves it
+// and its resources alone (it cannot tell its ttl or generation) until a
+// user restores or forgets the record; Err says how.
+type Damaged struct {
+	Address string
+	Err     error
+}
+
 // ReapReport says what one reap did.
 type ReapReport struct {
 	Expired []string   // addresses destroyed because their ttl ran out
 	Orphans []Resource // resources removed
 	Skipped []Skip
+	Damaged []Damaged // sorted by address
 }
 
 // Reap runs one pass. Errors of single addresses are joined; the rest of
 // the pass still runs.
 func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
 	rep := &ReapReport{}
-	snap, err := r.Store.Snapshot(ctx)
+	// Inspect, not Snapshot: one damaged record must not stop ttl expiry
+	// for every other sandbox.
+	snap, err := r.Store.Inspect(ctx)
 	if err != nil {
 		return rep, err
 	}
 	if snap.Lineage == "" {
 		return rep, nil // no state: nothing was ever provisioned from it
 	}
+	for addr, derr := range snap.Damaged {
+		rep.Damaged = append(rep.Damaged, Damaged{Address: addr, Err: derr})
+	}
+	sort.Slice(rep.Damaged, func(i, j int) bool { return rep.Damaged[i].Address < rep.Damaged[j].Address })
 	now := r.now()
 	work := map[string]*reapWork{}
 	get := func(addr string) *reapWork {
@@ -110,6 +130,9 @@ func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
 			return rep, fmt.Errorf("list labelled resources: %w", err)
 		}
 		for _, m := range res {
+			if _, damaged := snap.Damaged[m.Address]; damaged {
+				continue // its record may well own it: not an orphan
+			}
 			if rec := snap.Records[m.Address]; rec == nil || rec.Generation != m.Generation {
 				w := get(m.Address)
 				w.candidates = append(w.candidates, m)

@@ -3,11 +3,13 @@ package ondemand
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -124,5 +126,54 @@ func TestReapWithoutStateDoesNothing(t *testing.T) {
 	rep, err := r.Reap(context.Background())
 	if err != nil || len(inv.removed) != 0 || len(rep.Expired) != 0 {
 		t.Fatalf("reap on no state: %+v %v %v", rep, inv.removed, err)
+	}
+}
+
+// A record that cannot be read does not stop ttl expiry for the others
+// (issue 8): reap reports it, and leaves its resources alone, since its
+// record may own them.
+func TestReapSkipsDamagedRecord(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, key := range []string{"short", "bad"} {
+		if _, err := e.b.Request(ctx, Request{Address: "sandbox.agent", Key: key, TTL: "2s"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := `sandbox.agent["bad"]`
+	db, err := bolt.Open(e.store.Path(), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("sandboxes")).Put([]byte(bad), []byte(`{"schema_version":1,"address":`))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := &fakeInventory{items: []Resource{
+		{Kind: "container", Name: "bad-g1", Address: bad, Generation: 1},
+		{Kind: "container", Name: "gone-g1", Address: `sandbox.agent["gone"]`, Generation: 1},
+	}}
+	e.advance(3 * time.Second)
+	r := &Reaper{Config: e.b.Config, Store: e.store, Provider: e.prov, Inventory: inv, Events: e.ev, Now: e.clock}
+	rep, err := r.Reap(ctx)
+	if err != nil {
+		t.Fatalf("reap: %v", err)
+	}
+	if d := cmp.Diff([]string{`sandbox.agent["short"]`}, rep.Expired); d != "" {
+		t.Errorf("expired (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"gone-g1"}, inv.removed); d != "" {
+		t.Errorf("removed (-want +got):\n%s", d)
+	}
+	if len(rep.Damaged) != 1 || rep.Damaged[0].Address != bad {
+		t.Fatalf("damaged: %+v, want %s", rep.Damaged, bad)
+	}
+	if msg := rep.Damaged[0].Err.Error(); !strings.Contains(msg, "sandboxer state rm '"+bad+"'") {
+		t.Errorf("damaged error %q should say how to forget the record", msg)
 	}
 }

@@ -31,6 +31,9 @@ type Request struct {
 	// Prefix starts the variable names of Result.Env ("" keeps the
 	// block's env_prefix, else SANDBOXER_).
 	Prefix string
+	// CarryData: a replace of the live instance carries its data into the
+	// new one (as carry_data = true on the block does).
+	CarryData bool
 }
 
 // Request ensures the instance exists and covers what is asked, by the
@@ -66,7 +69,7 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := plan.Options{Now: b.now()}
+	opts := plan.Options{Now: b.now(), CarryData: req.CarryData}
 	ch := plan.Decide(in, rec, nil, opts)
 	if ch.Action == plan.NoOp {
 		perr := b.Provider.Probe(ctx, rec)
@@ -169,13 +172,22 @@ func (b *Broker) checkExtensions(p *config.Project, ext map[string][]string) (co
 // could not record. The caller holds the instance lock.
 func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefix string) (*Result, error) {
 	addr := t.String()
+	// Images and features are checked before anything is made, as plan
+	// does for apply.
+	if err := apply.Preflight(ctx, b.Provider, []*plan.Change{ch}); err != nil {
+		var ue *plan.UnprovidableError
+		if errors.As(err, &ue) {
+			return nil, &Error{Kind: Unavailable, Msg: ue.Error(), Err: err}
+		}
+		return nil, err
+	}
 	lineage, err := b.Store.EnsureLineage(ctx)
 	if err != nil {
 		return nil, err
 	}
 	e := &apply.Executor{
 		Provider: b.Provider, Store: onDemandStore{b.Store}, Lineage: lineage,
-		Parallelism: 1, Now: b.Now,
+		Parallelism: 1, Now: b.Now, Data: b.Data,
 	}
 	if _, err := e.Apply(ctx, nil, &plan.Plan{Changes: []*plan.Change{ch}}); err != nil {
 		b.emit(events.Failed, t.addr, ch.PriorGeneration+1, err.Error())

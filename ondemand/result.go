@@ -30,6 +30,7 @@ func NewResult(rec *state.Record, reused bool, prefix string) *Result {
 		Services:            config.SortedUnique(rec.Services),
 		Features:            config.FeatureSet(rec.Features).Only(rec.Services).Normalize(),
 		AvailableExtensions: rec.AvailableExtensions,
+		ExtensionVersions:   rec.Versions(),
 		Env:                 rec.EnvMap(prefix),
 	}, Record: rec, Prefix: prefix}
 	for svc, c := range rec.Credentials {

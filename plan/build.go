@@ -31,6 +31,9 @@ type Options struct {
 	Replace []config.Address
 	// Destroy plans the removal of every (targeted) instance in state.
 	Destroy bool
+	// CarryData asks every replace of a live instance to carry its data
+	// (request --carry-data), as carry_data = true does per sandbox.
+	CarryData bool
 }
 
 // Build diffs desired instances against state and observations. It is pure:
@@ -94,7 +97,8 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 // once. rec is the cached record (nil when none); obs may say it is dead.
 // Like Build it is pure.
 func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) *Change {
-	c := &Change{Addr: in.Addr, Project: in.Project, Requested: in.Features, TTL: in.TTL, Database: in.Database}
+	c := &Change{Addr: in.Addr, Project: in.Project, Requested: in.Features, TTL: in.TTL, Database: in.Database,
+		Seed: in.Seed, SeedDigest: in.Seed.Digest()}
 	if rec == nil {
 		c.Action, c.Reason = Create, ReasonNew
 		c.After = desiredSandbox(in)
@@ -119,6 +123,12 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 			// engine, and joining it would fail every replacement.
 			Networks: in.Networks,
 			Exposure: exposure(in.Publish)}
+		// Data carried from an instance seeded differently would undo
+		// the new seed, so a changed seed always starts afresh.
+		c.CarryData = (in.CarryData || opts.CarryData) && rec.SeedDigest == c.SeedDigest
+		if rec.SeedDigest != c.SeedDigest {
+			c.PriorSeedDigest = rec.SeedDigest
+		}
 		return c
 	}
 	switch {
@@ -140,6 +150,9 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 	if pg, ok := rec.Credentials["postgres"]; ok && pg.Database != "" && pg.Database != in.DatabaseName() {
 		c.PriorDatabase = pg.Database
 		return replaceWith(ReasonDatabaseChanged)
+	}
+	if rec.SeedDigest != c.SeedDigest {
+		return replaceWith(ReasonSeedChanged)
 	}
 	if missing := missingServices(cached.Networks, in.Networks); len(missing) > 0 {
 		c.MissingNetworks = missing

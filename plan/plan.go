@@ -54,6 +54,11 @@ const (
 	// break every connection string already handed out just the same, so
 	// the sandbox is replaced and its credentials rotate.
 	ReasonDatabaseChanged Reason = "database_changed"
+	// ReasonSeedChanged: the seed the configuration names (SQL files'
+	// content, snapshot name) differs from the one the cached sandbox was
+	// loaded with. Its data would not be what the seed says, so it is
+	// replaced and seeded afresh.
+	ReasonSeedChanged Reason = "seed_changed"
 	// ReasonNone is used for deletes in a destroy plan, which need no reason.
 	ReasonNone Reason = ""
 )
@@ -104,6 +109,14 @@ type Change struct {
 	// cached one's, shown when a change of name forces a replace.
 	Database      string `json:",omitempty"`
 	PriorDatabase string `json:",omitempty"`
+	// Seed is loaded into a (re)provisioned instance; SeedDigest is its
+	// digest (recorded in state) and PriorSeedDigest the cached one's.
+	Seed            *config.Seed `json:",omitempty"`
+	SeedDigest      string       `json:",omitempty"`
+	PriorSeedDigest string       `json:",omitempty"`
+	// CarryData: the replace copies the old instance's data into the new
+	// one before the old one is removed; a failure keeps the old one.
+	CarryData bool `json:",omitempty"`
 }
 
 // Plan is the full set of changes, sorted by address. It is pure data: no

@@ -135,4 +135,6 @@ var statusOf = map[api.Code]int{
 	api.CodeNotAllowed: http.StatusUnprocessableEntity,
 	api.CodeBusy:       http.StatusConflict,
 	api.CodeConflict:   http.StatusConflict,
+	// Well formed, but these images cannot provide what it asks for.
+	api.CodeUnavailable: http.StatusUnprocessableEntity,
 }

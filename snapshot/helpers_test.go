@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"strconv"
@@ -132,4 +133,14 @@ func rdb(t testing.TB, rec *state.Record) *redis.Client {
 
 func itoa(n int) string {
 	return strconv.Itoa(n)
+}
+
+func sha256File(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

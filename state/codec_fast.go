@@ -44,6 +44,9 @@ func decodeCurrent(data []byte, names *interner) (rec *Record, ok bool) {
 		case "available_extensions":
 			fields.once(r, 6)
 			rec.AvailableExtensions = r.strsMap()
+		case "extension_versions":
+			fields.once(r, 12)
+			rec.ExtensionVersions = r.strMapMap()
 		case "credentials":
 			fields.once(r, 7)
 			rec.Credentials = r.credentialsMap()
@@ -60,8 +63,11 @@ func decodeCurrent(data []byte, names *interner) (rec *Record, ok bool) {
 			fields.once(r, 11)
 			rec.Generation = r.int()
 		case "reach":
-			fields.once(r, 12)
+			fields.once(r, 14)
 			rec.Reach = r.reach()
+		case "seed_digest":
+			fields.once(r, 13)
+			rec.SeedDigest = r.str()
 		default:
 			r.fail()
 		}
@@ -202,4 +208,21 @@ func (s *bitset) once(r *reader, bit uint) {
 		r.fail()
 	}
 	*s |= 1 << bit
+}
+
+// strMapMap reads extension_versions: service → name → version.
+func (r *reader) strMapMap() map[string]map[string]string {
+	if r.null() {
+		return nil
+	}
+	out := map[string]map[string]string{}
+	r.object(func(key []byte) {
+		k := r.intern(key)
+		if _, dup := out[k]; dup {
+			r.fail()
+			return
+		}
+		out[k] = r.strMap()
+	})
+	return out
 }

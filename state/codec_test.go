@@ -45,7 +45,7 @@ func upgradeV0ToV1(obj map[string]json.RawMessage) error {
 // testSteps is the synthetic v0 step followed by the production chain.
 var testSteps = append([]upgradeStep{{from: 0, apply: upgradeV0ToV1}}, recordUpgrades()...)
 
-// v1Reach is what upgradeV1ToV2 gives every version 1 record.
+// v1Reach is what upgradeV2ToV3 gives every earlier record.
 var v1Reach = Reach{PublishAddress: "127.0.0.1", AdvertiseHost: "127.0.0.1"}
 
 func TestDecodeRecordUpgradeChain(t *testing.T) {
@@ -84,13 +84,23 @@ func TestDecodeRecordUpgradeChain(t *testing.T) {
 				Reach: v1Reach,
 			},
 		},
-		{name: "v1 with a reach field", data: `{"schema_version":1,"address":"a","reach":{}}`, steps: recordUpgrades(), wantErr: `already has a "reach" field`},
+		{name: "v2 with a reach field", data: `{"schema_version":2,"address":"a","reach":{}}`, steps: recordUpgrades(), wantErr: `version 2 record already has a "reach" field`},
+		{
+			name: "v2 as the previous build wrote it", steps: recordUpgrades(),
+			data: `{"schema_version":2,"address":"sandbox.ci","project":"p","services":["redis"],"credentials":{"redis":{"host":"127.0.0.1","port":32768,"user":"app","password":"pw"}},"resources":{},"created_at":"2026-01-01T00:00:00Z","generation":1,"seed_digest":"sha256:ab"}`,
+			want: &Record{
+				Address: "sandbox.ci", Project: "p", Services: []string{"redis"},
+				Credentials: map[string]Credentials{"redis": {Host: "127.0.0.1", Port: 32768, User: "app", Password: "pw"}},
+				CreatedAt:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Generation: 1, SeedDigest: "sha256:ab",
+				Reach: v1Reach,
+			},
+		},
 		{name: "no step for v0", data: v0, wantErr: "no upgrade from schema version 0 to 1"},
 		{name: "step fails", data: `{"schema_version":0,"address":"a"}`, steps: testSteps, wantErr: "upgrade schema version 0 to 1: no service"},
-		{name: "future version", data: `{"schema_version":3,"address":"a","new_field":1}`, wantErr: "schema version 3, written by a newer sandboxer"},
+		{name: "future version", data: `{"schema_version":4,"address":"a","new_field":1}`, wantErr: "schema version 4, written by a newer sandboxer"},
 		{name: "no version", data: `{"address":"a"}`, wantErr: "no schema_version field"},
-		{name: "unknown field at current version", data: `{"schema_version":2,"address":"a","bogus":1}`, wantErr: `unknown field "bogus"`},
-		{name: "trailing data", data: `{"schema_version":2,"address":"a"} {}`, wantErr: "after top-level value"},
+		{name: "unknown field at current version", data: `{"schema_version":3,"address":"a","bogus":1}`, wantErr: `unknown field "bogus"`},
+		{name: "trailing data", data: `{"schema_version":3,"address":"a"} {}`, wantErr: "after top-level value"},
 		{name: "not JSON", data: `garbage`, wantErr: "invalid character"},
 	}
 	for _, tt := range tests {
@@ -224,5 +234,32 @@ func TestFutureSchemaRefused(t *testing.T) {
 				t.Errorf("file changed")
 			}
 		})
+	}
+}
+
+// A version 1 record (written before seeds existed) reads as a record
+// with no seed, and writes back at version 2 unchanged otherwise.
+func TestUpgradeV1ToV2RoundTrip(t *testing.T) {
+	v1 := `{"schema_version":1,"address":"sandbox.a","project":"p","services":["postgres"],"features":{"postgres":["vector"]},"resources":{},"created_at":"2026-01-01T00:00:00Z","generation":4}`
+	rec, err := decodeRecord([]byte(v1), SchemaVersion, recordUpgrades(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.SeedDigest != "" || rec.Generation != 4 || rec.Features["postgres"][0] != "vector" {
+		t.Fatalf("upgraded: %+v", rec)
+	}
+	data, err := encodeRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := decodeRecord(data, SchemaVersion, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rec, again); diff != "" {
+		t.Errorf("(-upgraded +reread):\n%s", diff)
+	}
+	if err := upgradeV1ToV2(map[string]json.RawMessage{"seed_digest": json.RawMessage(`"x"`)}); err == nil {
+		t.Error("a version 1 record with seed_digest was accepted")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // CorruptError reports a file that is not a usable sandboxer state: random
@@ -49,18 +50,32 @@ func withFix(path string, err error) error {
 	backup := BackupPath(path)
 	_, statErr := os.Stat(backup)
 	hasBackup := statErr == nil
-	restore := fmt.Sprintf("restore the copy taken before the last change with: mv %s %s.damaged && cp %s %s", path, path, backup, path)
+	p, b, aside := shellQuote(path), shellQuote(backup), shellQuote(path+".damaged")
+	restore := fmt.Sprintf("restore the copy taken before the last change with: mv %s %s && cp %s %s", p, aside, b, p)
+	forget := ""
+	if ce.Address != "" {
+		forget = fmt.Sprintf("forget the record with: sandboxer state rm %s (sandboxer reap then removes its containers)", shellQuote(ce.Address))
+	}
 	switch {
-	case ce.Address != "" && hasBackup:
-		ce.Fix = fmt.Sprintf("forget the record with: sandboxer state rm %s (sandboxer reap then removes its containers); or %s", ce.Address, restore)
-	case ce.Address != "":
-		ce.Fix = fmt.Sprintf("forget the record with: sandboxer state rm %s (sandboxer reap then removes its containers)", ce.Address)
+	case forget != "" && hasBackup:
+		ce.Fix = forget + "; or " + restore
+	case forget != "":
+		ce.Fix = forget
 	case hasBackup:
 		ce.Fix = restore
 	default:
-		ce.Fix = fmt.Sprintf("there is no backup (%s); to start again with an empty state: mv %s %s.damaged (the sandboxes it recorded are then no longer tracked)", backup, path, path)
+		ce.Fix = fmt.Sprintf("there is no backup (%s); to start again with an empty state: mv %s %s (the sandboxes it recorded are then no longer tracked)", backup, p, aside)
 	}
 	return err
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it, so that the
+// commands in a Fix can be pasted as they are (addresses hold [" "]).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/+,:@%=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
@@ -83,7 +98,7 @@ func (e *FutureSchemaError) Error() string {
 	}
 	fix := "upgrade sandboxer"
 	if e.Address != "" {
-		fix += fmt.Sprintf(", or forget the record with: sandboxer state rm %s", e.Address)
+		fix += fmt.Sprintf(", or forget the record with: sandboxer state rm %s", shellQuote(e.Address))
 	}
 	return fmt.Sprintf("state file %s: %s has schema version %d, written by a newer sandboxer (this one reads up to version %d); %s",
 		e.Path, what, e.Version, e.Supported, fix)

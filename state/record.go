@@ -7,9 +7,9 @@ import (
 )
 
 // SchemaVersion is the version of the record layout this build writes.
-// Version 2 added Reach and the network and TLS fields of Credentials
-// (see upgradeV1ToV2).
-const SchemaVersion = 2
+// Version 2 added SeedDigest, version 3 Reach and the network and TLS
+// fields of Credentials (see upgradeV2ToV3).
+const SchemaVersion = 3
 
 // Record is one provisioned sandbox instance as kept in state.
 type Record struct {
@@ -23,6 +23,9 @@ type Record struct {
 	// AvailableExtensions are what the engine reported it could enable,
 	// intersected with the allowlist, per service.
 	AvailableExtensions map[string][]string `json:"available_extensions,omitempty"`
+	// ExtensionVersions holds, per service, the version of each available
+	// extension or module (RediSearch 1.2.0 and 2.x differ in commands).
+	ExtensionVersions map[string]map[string]string `json:"extension_versions,omitempty"`
 	// Credentials per service; the only place besides env/output that holds
 	// secrets.
 	Credentials map[string]Credentials `json:"credentials,omitempty"`
@@ -34,6 +37,10 @@ type Record struct {
 	// ExpiresAt is zero when the instance never expires.
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	Generation int       `json:"generation"`
+	// SeedDigest identifies the seed data loaded at provision (SQL files
+	// and/or a snapshot, see config.Seed); empty when none. Added in
+	// schema version 2.
+	SeedDigest string `json:"seed_digest,omitempty"`
 }
 
 // Credentials are what a client needs to reach one service.

@@ -22,8 +22,9 @@ func Diagnostics(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.File,
 		if r := d.Subject; r != nil {
 			fmt.Fprintf(w, "\n  on %s:%d:%d\n", r.Filename, r.Start.Line, r.Start.Column)
 			if line, ok := sourceLine(files, r); ok {
+				line, mark := clip(line, marker(line, r))
 				fmt.Fprintf(w, "  %4d | %s\n", r.Start.Line, line)
-				fmt.Fprintf(w, "       | %s\n", marker(line, r))
+				fmt.Fprintf(w, "       | %s\n", mark)
 			}
 		}
 		if d.Detail != "" {
@@ -41,11 +42,44 @@ func sourceLine(files map[string]*hcl.File, r *hcl.Range) (string, bool) {
 	if !ok || f == nil {
 		return "", false
 	}
-	lines := strings.Split(string(f.Bytes), "\n")
-	if r.Start.Line < 1 || r.Start.Line > len(lines) {
+	// The line starts after the byte offset's preceding newline: cheaper
+	// than splitting the whole file for every diagnostic.
+	src := f.Bytes
+	if r.Start.Line < 1 || r.Start.Byte < 0 || r.Start.Byte > len(src) {
 		return "", false
 	}
-	return strings.TrimRight(lines[r.Start.Line-1], "\r"), true
+	begin := strings.LastIndexByte(string(src[:r.Start.Byte]), '\n') + 1
+	end := len(src)
+	if i := strings.IndexByte(string(src[r.Start.Byte:]), '\n'); i >= 0 {
+		end = r.Start.Byte + i
+	}
+	return strings.TrimRight(string(src[begin:end]), "\r"), true
+}
+
+// snippetWidth is how much of a source line is shown around a range: a
+// one-line file with a megabyte string must not be echoed whole.
+const snippetWidth = 120
+
+// clip cuts a long line and its marker to a window of snippetWidth runes
+// that starts a little before the marked range, with "…" where cut.
+func clip(line, mark string) (string, string) {
+	runes, marks := []rune(line), []rune(mark)
+	if len(runes) <= snippetWidth {
+		return line, mark
+	}
+	start := max(strings.IndexRune(mark, '^'), 0)
+	start = len([]rune(mark[:start]))
+	from := max(start-snippetWidth/4, 0)
+	to := min(from+snippetWidth, len(runes))
+	l := string(runes[from:to])
+	m := string(marks[min(from, len(marks)):min(to, len(marks))])
+	if from > 0 {
+		l, m = "…"+l, " "+m
+	}
+	if to < len(runes) {
+		l += "…"
+	}
+	return l, m
 }
 
 // marker underlines the range on its first line with carets.

@@ -25,6 +25,8 @@ type JSONChange struct {
 	Project      string        `json:"project,omitempty"`
 	Change       JSONChangeSet `json:"change"`
 	ActionReason string        `json:"action_reason"`
+	// DataCarried: the replace carries the old instance's data over.
+	DataCarried bool `json:"data_carried,omitempty"`
 }
 
 // JSONChangeSet carries the actions and the before/after shapes.
@@ -46,7 +48,7 @@ func NewJSONPlan(p *plan.Plan, version string) JSONPlan {
 			reason = plan.ReasonNoConfig
 		}
 		jc := JSONChange{Address: ch.Addr.String(), Type: "sandbox", Name: ch.Addr.Name,
-			Project: ch.Project, ActionReason: string(reason),
+			Project: ch.Project, ActionReason: string(reason), DataCarried: ch.CarryData,
 			Change: JSONChangeSet{Actions: actions(ch.Action), Before: ch.Before, After: ch.After}}
 		if ch.Addr.HasKey {
 			k := ch.Addr.Key

@@ -55,7 +55,11 @@ func Headline(ch *plan.Change) string {
 		}
 		return addr + " will be created"
 	case plan.CreateThenDelete:
-		return fmt.Sprintf("%s must be replaced: %s; credentials will rotate", addr, replaceWhy(ch))
+		carried := ""
+		if ch.CarryData {
+			carried = "; data carried"
+		}
+		return fmt.Sprintf("%s must be replaced: %s; credentials will rotate%s", addr, replaceWhy(ch), carried)
 	case plan.Delete:
 		switch ch.Reason {
 		case plan.ReasonNoConfig:
@@ -89,6 +93,8 @@ func replaceWhy(ch *plan.Change) string {
 		return fmt.Sprintf("it is %s, the configuration asks for %s", exposureText(ch.Before), exposureText(ch.After))
 	case plan.ReasonDatabaseChanged:
 		return fmt.Sprintf("postgres database %q is now named %q", ch.PriorDatabase, databaseName(ch.Database))
+	case plan.ReasonSeedChanged:
+		return "its seed data changed"
 	}
 	return string(ch.Reason)
 }
@@ -152,10 +158,28 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 		if ch.PriorDatabase != "" && ch.PriorDatabase != databaseName(ch.Database) {
 			lines = append(lines, fmt.Sprintf("      %s %-*s = %q -> %q %s", c.Yellow("~"), w, "database", ch.PriorDatabase, databaseName(ch.Database), c.Red("# forces replacement")))
 		}
+		if ch.PriorSeedDigest != ch.SeedDigest {
+			lines = append(lines, fmt.Sprintf("      %s %-*s = %s -> %s %s", c.Yellow("~"), w, "seed", seedText(ch.PriorSeedDigest), seedText(ch.SeedDigest), c.Red("# forces replacement")))
+		}
+		if ch.CarryData {
+			lines = append(lines, fmt.Sprintf("      %s %-*s = (carried)", c.Yellow("~"), w, "data"))
+		}
 		lines = append(lines, fmt.Sprintf("      %s %-*s = (sensitive) -> (rotated)", c.Yellow("~"), w, "credentials"))
 		return append(lines, "    }")
 	}
 	return nil
+}
+
+// seedText shortens a seed digest for the diff: "sha256:1a2b3c4d…", or
+// "none".
+func seedText(d string) string {
+	if d == "" {
+		return "none"
+	}
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
 }
 
 // databaseName is the database a change provisions.

@@ -42,6 +42,9 @@ func RecordText(w io.Writer, r *state.Record) {
 		if avail, ok := r.AvailableExtensions[svc]; ok {
 			fmt.Fprintf(w, "    available_extensions = %s\n", listText(avail))
 		}
+		if vs := r.ExtensionVersions[svc]; len(vs) > 0 {
+			fmt.Fprintf(w, "    extension_versions   = %s\n", versionsText(vs))
+		}
 		if c, ok := r.Credentials[svc]; ok {
 			fmt.Fprintf(w, "    endpoint             = %q\n", fmt.Sprintf("%s:%d", c.Host, c.Port))
 			serviceReachText(w, c)
@@ -95,6 +98,7 @@ func NewJSONInstance(r *state.Record) JSONInstance {
 	if ji.AvailableExtensions == nil {
 		ji.AvailableExtensions = map[string][]string{}
 	}
+	ji.ExtensionVersions = r.Versions()
 	for svc, c := range r.Credentials {
 		ji.Endpoints[svc] = fmt.Sprintf("%s:%d", c.Host, c.Port)
 	}
@@ -124,4 +128,18 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// versionsText renders name → version as {name = "version", …}, sorted.
+func versionsText(vs map[string]string) string {
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s = %q", n, vs[n])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }

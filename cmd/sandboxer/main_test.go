@@ -35,6 +35,9 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 // Scenarios that need the engine start with `[!docker] skip`; with
 // SANDBOXER_REQUIRE_DOCKER=1 (CI) a missing engine fails the run instead.
 func TestScripts(t *testing.T) {
+	// One image-inspection cache for the whole run (HOME is /no-home in a
+	// script): each image is inspected once, not once per script.
+	cache := t.TempDir()
 	noDocker := testenv.DockerUnavailable()
 	if noDocker != "" && testenv.Required() {
 		t.Fatalf("%s, and %s=1 requires one", noDocker, testenv.RequireEnv)
@@ -52,6 +55,7 @@ func TestScripts(t *testing.T) {
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
+			env.Setenv("SANDBOXER_CACHE_DIR", cache)
 			for _, k := range []string{"DOCKER_HOST", "SANDBOXER_TEST_POSTGRES_IMAGE", "SANDBOXER_TEST_REDIS_IMAGE"} {
 				if v := os.Getenv(k); v != "" {
 					env.Setenv(k, v)
@@ -59,7 +63,7 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
-		Cmds: mergeCmds(reachCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
 			"holdlock":   cmdHoldLock,
 			"pgcheck":    cmdPgCheck,
@@ -68,7 +72,8 @@ func TestScripts(t *testing.T) {
 			"dockerrm":   cmdDockerRm,
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
-		})),
+			"capsclaim":  cmdCapsClaim,
+		}))),
 	})
 }
 

@@ -30,6 +30,7 @@ type build struct {
 	names      map[string]string // service → container name
 	creds      map[string]state.Credentials
 	available  map[string][]string
+	versions   map[string]map[string]string
 }
 
 func (b *build) addContainer(service, id, name string) {
@@ -39,11 +40,14 @@ func (b *build) addContainer(service, id, name string) {
 	b.names[service] = name
 }
 
-func (b *build) done(service string, c state.Credentials, available []string) {
+// done records a ready service: its credentials and the allowed
+// extensions its engine can enable, name → version.
+func (b *build) done(service string, c state.Credentials, available map[string]string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.creds[service] = c
-	b.available[service] = available
+	b.available[service] = sortedKeys(available)
+	b.versions[service] = available
 }
 
 // Create provisions one instance: one ready container per service, on the
@@ -65,6 +69,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		names:      map[string]string{},
 		creds:      map[string]state.Credentials{},
 		available:  map[string][]string{},
+		versions:   map[string]map[string]string{},
 	}
 	creds, err := p.newCredentials(req.Features.Services(), req.Database)
 	if err != nil {
@@ -162,6 +167,7 @@ func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.
 			Containers: b.containers,
 		},
 		AvailableExtensions: b.available,
+		ExtensionVersions:   b.versions,
 	}, nil
 }
 

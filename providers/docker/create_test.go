@@ -63,7 +63,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 				t.Errorf("available postgres extensions %v lack %q", created.AvailableExtensions["postgres"], want)
 			}
 		}
-		for _, never := range []string{"plpython3u", "file_fdw", "dblink", "plpgsql", "timescaledb"} {
+		for _, never := range []string{"plpython3u", "file_fdw", "dblink", "plpgsql"} {
 			if slices.Contains(created.AvailableExtensions["postgres"], never) {
 				t.Errorf("available postgres extensions list %q", never)
 			}
@@ -73,6 +73,21 @@ func TestCreatePostgresRedis(t *testing.T) {
 		}
 		if !slices.Contains(created.AvailableExtensions["redis"], "search") {
 			t.Errorf("available redis features %v lack search", created.AvailableExtensions["redis"])
+		}
+		// Versions come with every available extension: RediSearch 1.2
+		// and 2.x take different commands.
+		for svc, avail := range created.AvailableExtensions {
+			for _, ext := range avail {
+				if _, ok := created.ExtensionVersions[svc][ext]; !ok {
+					t.Errorf("%s %s: no version recorded", svc, ext)
+				}
+			}
+		}
+		if v := created.ExtensionVersions["postgres"]["vector"]; v == "" {
+			t.Errorf("vector version missing: %v", created.ExtensionVersions["postgres"])
+		}
+		if v := created.ExtensionVersions["redis"]["search"]; v == "" {
+			t.Errorf("search version missing: %v", created.ExtensionVersions["redis"])
 		}
 	})
 

@@ -18,16 +18,18 @@ func TestCreateMissingExtension(t *testing.T) {
 	t.Parallel()
 	p, secrets := newTestProvider(t)
 	lineage := newLineage(t, p)
+	// Check (plan time) refuses this before any Create; Create must still
+	// refuse it when called without one, and clean up.
 	_, err := p.Create(context.Background(), apply.CreateRequest{
-		Address: "sandbox.tsdb", Lineage: lineage, Generation: 1,
-		Features: config.FeatureSet{"postgres": {"timescaledb", "vector"}},
+		Address: "sandbox.json", Lineage: lineage, Generation: 1,
+		Features: config.FeatureSet{"redis": {"json", "search"}},
 	})
 	if err == nil {
-		t.Fatal("Create succeeded with an extension the image lacks")
+		t.Fatal("Create succeeded with a module the image lacks")
 	}
 	t.Logf("error: %v", err)
 	msg := err.Error()
-	for _, want := range []string{`does not provide extension "timescaledb"`, testPostgresImage(), "vector", "container log"} {
+	for _, want := range []string{`does not provide feature "json"`, testRedisImage(), "container log"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
@@ -139,7 +141,7 @@ func TestCheck(t *testing.T) {
 	t.Parallel()
 	p, _ := newTestProvider(t)
 	ctx := context.Background()
-	if err := p.Check(ctx, []string{"postgres", "redis"}); err != nil {
+	if _, err := p.Check(ctx, []string{"postgres", "redis"}); err != nil {
 		t.Fatalf("Check with local images: %v", err)
 	}
 	cfg := testConfig()
@@ -151,7 +153,7 @@ func TestCheck(t *testing.T) {
 	defer q.Close()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	err = q.Check(cctx, []string{"postgres", "redis"})
+	_, err = q.Check(cctx, []string{"postgres", "redis"})
 	if err == nil {
 		t.Fatal("Check passed with a missing image")
 	}

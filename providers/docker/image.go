@@ -11,38 +11,21 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 )
 
-// Check reports whether every service's image is present locally, trying a
-// pull for those that are not. It runs at plan time so a missing image shows
-// before apply changes anything.
-func (p *Provider) Check(ctx context.Context, services []string) error {
-	for _, svc := range services {
-		if err := p.cat.CheckService(svc); err != nil {
-			return fmt.Errorf("check %s: %w", svc, err)
-		}
-		img, err := p.image(svc)
-		if err != nil {
-			return fmt.Errorf("check %s: %w", svc, err)
-		}
-		if err := p.ensureImage(ctx, svc, img.Ref); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *Provider) ensureImage(ctx context.Context, service, ref string) error {
-	_, err := p.cli.ImageInspect(ctx, ref)
+// ensureImage returns the local image ref names, pulling it first when it
+// is missing (Check only; Create never pulls).
+func (p *Provider) ensureImage(ctx context.Context, service, ref string) (image.InspectResponse, error) {
+	ii, err := p.cli.ImageInspect(ctx, ref)
 	if err == nil {
-		return nil
+		return ii, nil
 	}
 	if !cerrdefs.IsNotFound(err) {
-		return p.engineErr(fmt.Sprintf("inspect image %q for service %s", ref, service), err)
+		return ii, p.engineErr(fmt.Sprintf("inspect image %q for service %s", ref, service), err)
 	}
 	if perr := p.pull(ctx, ref); perr != nil {
-		return fmt.Errorf("image %q for service %s is not available locally and could not be pulled: %w; "+
+		return ii, fmt.Errorf("image %q for service %s is not available locally and could not be pulled: %w; "+
 			"build it or set provider \"docker\" { image %q { ref = \"…\" } }", ref, service, perr, service)
 	}
-	return nil
+	return p.inspectImage(ctx, service, ref)
 }
 
 // pull fetches ref; errors can arrive in the progress stream, after the

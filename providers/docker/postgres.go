@@ -62,6 +62,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		Port:  postgresPort,
 		Tmpfs: tmpfsMounts(ii, pgdata),
 	}
+	spec.Cmd = append(spec.Cmd, preloadArgs(feats)...)
 	if t := b.reach.tls; t != nil {
 		spec.Cmd = append(spec.Cmd, postgresTLSArgs()...)
 	}
@@ -111,17 +112,25 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 
 // verifyPostgres checks, as the app role, that every requested extension
 // exists in the app database, explaining any the init script skipped, and
-// returns the allowed extensions the image provides.
-func (p *Provider) verifyPostgres(ctx context.Context, conn *pgx.Conn, ref, db string, feats []string) ([]string, error) {
-	var offered, installed []string
+// returns the allowed extensions the image provides with their default
+// versions.
+func (p *Provider) verifyPostgres(ctx context.Context, conn *pgx.Conn, ref, db string, feats []string) (map[string]string, error) {
+	var offered, offeredVersions, installed []string
 	err := conn.QueryRow(ctx, `SELECT
-		ARRAY(SELECT name::text FROM pg_available_extensions),
-		ARRAY(SELECT extname::text FROM pg_extension)`).Scan(&offered, &installed)
+		ARRAY(SELECT name::text FROM pg_available_extensions ORDER BY name),
+		ARRAY(SELECT coalesce(default_version, '') FROM pg_available_extensions ORDER BY name),
+		ARRAY(SELECT extname::text FROM pg_extension)`).Scan(&offered, &offeredVersions, &installed)
 	if err != nil {
 		return nil, fmt.Errorf("list available and installed extensions: %w", err)
 	}
 	allowed := p.cat.Allowed("postgres")
 	available := intersect(allowed, offered)
+	versions := make(map[string]string, len(available))
+	for i, name := range offered {
+		if slices.Contains(available, name) && i < len(offeredVersions) {
+			versions[name] = offeredVersions[i]
+		}
+	}
 	for _, f := range feats {
 		if !slices.Contains(offered, f) {
 			return nil, fmt.Errorf("postgres image %q does not provide extension %q (available allowed extensions: %s)",
@@ -141,7 +150,7 @@ func (p *Provider) verifyPostgres(ctx context.Context, conn *pgx.Conn, ref, db s
 		}
 		return nil, fmt.Errorf("extension %q was not created in database %q", f, db)
 	}
-	return available, nil
+	return versions, nil
 }
 
 // extensionRequires maps each available extension to what its default

@@ -56,6 +56,9 @@ type Provider struct {
 	// container is created and before it starts.
 	afterContainerCreate func(service string)
 
+	// caps remembers what each image provides (capabilities.go).
+	caps capCache
+
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.
 	onSecrets func(...string)

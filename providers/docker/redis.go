@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -98,18 +97,25 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	// One admin connection for the module checks and the ACL hardening.
 	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword, tlsConf)
 	defer admin.Close()
-	loaded, err := redisLoadedModules(ctx, admin)
+	loadedVersions, err := redisModuleVersions(ctx, admin)
 	if err != nil {
 		return fmt.Errorf("list loaded modules as admin: %w", err)
 	}
-	var present []string
+	loaded := sortedKeys(loadedVersions)
+	// Available: what this server loaded, and what an earlier Check saw
+	// load in this image (a request for it is then a replace that works).
+	// A configured module that has not been seen to load is not listed.
+	available := map[string]string{}
+	for f, v := range p.verifiedModules(ii.ID) {
+		available[f] = v
+	}
 	for _, f := range p.cat.Allowed("redis") {
-		if slices.ContainsFunc(redisModuleNames(f), func(n string) bool { return slices.Contains(loaded, n) }) {
-			present = append(present, f)
+		if v, ok := moduleVersion(loadedVersions, f); ok {
+			available[f] = v
 		}
 	}
 	for _, f := range feats {
-		if !slices.Contains(present, f) {
+		if _, ok := moduleVersion(loadedVersions, f); !ok {
 			return fmt.Errorf("redis image %q does not provide feature %q: module %s is not loaded (loaded modules: %s); "+
 				"set provider \"docker\" { image \"redis\" { modules = { %s = \"/path/to/module.so\" } } } or use an image that bundles it",
 				img.Ref, f, strings.Join(redisModuleNames(f), "/"), listOrNone(loaded), f)
@@ -118,8 +124,6 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	if _, err := restrictModuleCommands(ctx, admin, c.User, loaded); err != nil {
 		return err
 	}
-	configurable := sortedKeys(img.Modules)
-	available := intersect(p.cat.Allowed("redis"), append(present, configurable...))
 	b.done("redis", c, available)
 	return nil
 }
@@ -158,34 +162,6 @@ func redisPing(ctx context.Context, host string, port int, user string, password
 		return fmt.Errorf("AUTH %s + PING: %w", user, err)
 	}
 	return nil
-}
-
-// redisLoadedModules lists loaded module names from INFO modules: the
-// MODULE command is disabled for everyone (enable-module-command no).
-func redisLoadedModules(ctx context.Context, admin *redis.Client) ([]string, error) {
-	info, err := admin.Info(ctx, "modules").Result()
-	if err != nil {
-		return nil, err
-	}
-	return parseInfoModules(info), nil
-}
-
-// parseInfoModules reads lines like
-// "module:name=search,ver=20606,api=1,filters=0,usedby=[],using=[],options=[]".
-func parseInfoModules(info string) []string {
-	var out []string
-	for _, line := range strings.Split(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module:")
-		if !ok {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			if name, ok := strings.CutPrefix(kv, "name="); ok {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
 }
 
 func listOrNone(s []string) string {

@@ -148,10 +148,14 @@ func TestACLFile(t *testing.T) {
 func TestParseInfoModules(t *testing.T) {
 	info := "# Modules\r\nmodule:name=search,ver=20606,api=1,filters=0,usedby=[],using=[],options=[]\r\n" +
 		"module:name=ReJSON,ver=20407,api=1,filters=0,usedby=[search],using=[],options=[handle-io-errors]\r\n"
-	if diff := cmp.Diff([]string{"search", "ReJSON"}, parseInfoModules(info)); diff != "" {
+	want := map[string]string{"search": "2.6.6", "ReJSON": "2.4.7"}
+	if diff := cmp.Diff(want, parseInfoModuleVersions(info)); diff != "" {
 		t.Errorf("modules (-want +got):\n%s", diff)
 	}
-	if got := parseInfoModules("# Modules\r\n"); len(got) != 0 {
+	if diff := cmp.Diff(map[string]string{"ft": "1.2.0"}, parseInfoModuleVersions("module:name=ft,ver=10200,api=1")); diff != "" {
+		t.Errorf("RediSearch 1.2 (-want +got):\n%s", diff)
+	}
+	if got := parseInfoModuleVersions("# Modules\r\n"); len(got) != 0 {
 		t.Errorf("no modules: got %v", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -41,17 +42,24 @@ func New(cat *config.Catalog) *Provider {
 	return &Provider{cat: cat, live: map[string]*instance{}}
 }
 
-// Check accepts every service of the catalog.
-func (p *Provider) Check(ctx context.Context, services []string) error {
+// Check accepts every service of the catalog and reports that it provides
+// every feature the catalog allows.
+func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
+	caps := plan.Capabilities{}
 	for _, svc := range services {
 		if err := p.cat.CheckService(svc); err != nil {
-			return fmt.Errorf("fake provider: %w", err)
+			return nil, fmt.Errorf("fake provider: %w", err)
 		}
+		ic := plan.ImageCapabilities{Image: "fake/" + svc, Features: map[string]string{}}
+		for _, f := range p.cat.Allowed(svc) {
+			ic.Features[f] = "fake"
+		}
+		caps[svc] = ic
 	}
-	return nil
+	return caps, nil
 }
 
 // Create "provisions" an instance: fresh random passwords, one fake

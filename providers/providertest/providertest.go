@@ -204,10 +204,24 @@ func testDeleteUnknown(t *testing.T, s *suite) {
 }
 
 func testCheckUnknown(t *testing.T, s *suite) {
-	if err := s.Provider.Check(s.ctx(t), s.Features.Services()); err != nil {
+	caps, err := s.Provider.Check(s.ctx(t), s.Features.Services())
+	if err != nil {
 		t.Errorf("Check(%v) = %v", s.Features.Services(), err)
 	}
-	if err := s.Provider.Check(s.ctx(t), []string{"mongodb"}); err == nil {
+	// What Create provides must not be reported missing by Check: plan
+	// would refuse it. (A service left out of caps is simply not checked.)
+	for svc, feats := range s.Features {
+		ic, ok := caps[svc]
+		if !ok {
+			continue
+		}
+		for _, f := range feats {
+			if _, ok := ic.Features[f]; !ok {
+				t.Errorf("Check reports %s feature %q missing from %q, which Create provides; reported: %v", svc, f, ic.Image, ic.Features)
+			}
+		}
+	}
+	if _, err := s.Provider.Check(s.ctx(t), []string{"mongodb"}); err == nil {
 		t.Error("Check accepted a service no catalog has")
 	}
 }

@@ -110,8 +110,8 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	if c, ok := prov.(interface{ Close() error }); ok {
 		defer c.Close()
 	}
-	if err := prov.Check(cmd.Context(), p.ServicesToStart()); err != nil {
-		return err
+	if err := apply.Preflight(cmd.Context(), prov, p.Changes); err != nil {
+		return unprovidable(f, err, nil)
 	}
 	res, err := execute(f, store, prov, p, opts.Planning.Parallelism)
 	printApplyResult(f, res, err)

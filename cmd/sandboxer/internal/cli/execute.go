@@ -11,9 +11,11 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 	"github.com/sandboxer/sandboxer/views"
 )
@@ -45,6 +47,9 @@ func execute(f *Factory, store *state.Store, prov apply.Provider, p *plan.Plan, 
 		Provider: prov, Store: store, Lineage: lineage,
 		Hook:        views.NewApplyHook(f.IO.Err, f.ErrColor()),
 		Parallelism: parallelism, Now: f.Now, ProgressEvery: 5 * time.Second,
+	}
+	if m, ok := snapshot.MoverFor(prov, sandboxer.SnapshotStore(f.StatePath()), f.Dir()); ok {
+		e.Data = m
 	}
 	return e.Apply(f.hard, f.Interrupt, p)
 }

@@ -48,7 +48,12 @@ func (v VarOptions) input(f *Factory) config.Input {
 // loadConfig decodes the configuration directory. On error it renders the
 // diagnostics to stderr and returns errReported.
 func loadConfig(f *Factory, vars VarOptions) (*config.Config, error) {
-	cfg, diags := config.Load(f.Dir(), vars.input(f), f.Catalog)
+	ctx, cancel := interruptContext(f)
+	defer cancel()
+	cfg, diags, err := loadInterruptible(ctx, f, vars.input(f))
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: err}
+	}
 	if diags.HasErrors() {
 		renderDiags(f, cfg, diags)
 		return nil, errReported

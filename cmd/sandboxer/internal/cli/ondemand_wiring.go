@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sandboxer/sandboxer"
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/ondemand"
 )
@@ -41,6 +42,8 @@ type onDemand struct {
 	sink    events.Sink
 	closers []func()
 	opts    OnDemandOptions
+	// cfg locates sandbox blocks in error messages.
+	cfg *config.Config
 }
 
 // openOnDemand loads configuration and opens events; the engine is only
@@ -50,7 +53,7 @@ func openOnDemand(f *Factory, o OnDemandOptions) (*onDemand, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &onDemand{f: f, opts: o, sink: events.Discard{}}
+	s := &onDemand{f: f, opts: o, cfg: cfg, sink: events.Discard{}}
 	if err := s.openEvents(); err != nil {
 		s.close()
 		return nil, err

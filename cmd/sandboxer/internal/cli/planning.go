@@ -121,8 +121,8 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 		if err := checkNetworks(ctx, f, cfg, p.provider); err != nil {
 			return nil, err
 		}
-		if err := p.provider.Check(ctx, p.plan.ServicesToStart()); err != nil {
-			return nil, err
+		if err := apply.Preflight(ctx, p.provider, p.plan.Changes); err != nil {
+			return nil, unprovidable(f, err, cfg)
 		}
 	}
 	ok = true

@@ -55,7 +55,10 @@ func reapRun(cmd *cobra.Command, opts *ReapOptions) error {
 			return jerr
 		}
 	} else {
-		printReap(f.IO.Out, rep)
+		printReap(f.IO.Out, rep, err == nil)
+	}
+	for _, d := range rep.Damaged {
+		fmt.Fprintf(f.IO.Err, "Warning: %s: left alone, its state record cannot be read: %v\n", d.Address, d.Err)
 	}
 	return err
 }
@@ -64,6 +67,13 @@ type reapDoc struct {
 	Expired []string       `json:"expired"`
 	Orphans []reapResource `json:"orphans"`
 	Skipped []reapSkip     `json:"skipped"`
+	Damaged []reapDamaged  `json:"damaged"`
+}
+
+// reapDamaged is a record reap could not read, and so left alone.
+type reapDamaged struct {
+	Address string `json:"address"`
+	Error   string `json:"error"`
 }
 
 type reapResource struct {
@@ -79,20 +89,25 @@ type reapSkip struct {
 }
 
 func reapJSON(w io.Writer, rep *ondemand.ReapReport) error {
-	doc := reapDoc{Expired: append([]string{}, rep.Expired...), Orphans: []reapResource{}, Skipped: []reapSkip{}}
+	doc := reapDoc{Expired: append([]string{}, rep.Expired...), Orphans: []reapResource{}, Skipped: []reapSkip{}, Damaged: []reapDamaged{}}
 	for _, o := range rep.Orphans {
 		doc.Orphans = append(doc.Orphans, reapResource{o.Kind, o.Name, o.Address, o.Generation})
 	}
 	for _, s := range rep.Skipped {
 		doc.Skipped = append(doc.Skipped, reapSkip{s.Address, s.Why})
 	}
+	for _, d := range rep.Damaged {
+		doc.Damaged = append(doc.Damaged, reapDamaged{d.Address, d.Err.Error()})
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
 }
 
-// printReap writes one line per address, then a summary.
-func printReap(w io.Writer, rep *ondemand.ReapReport) {
+// printReap writes one line per address, then, when the pass ended
+// without an error (complete), a summary: the error that follows a pass
+// that did not is never preceded by a success line.
+func printReap(w io.Writer, rep *ondemand.ReapReport, complete bool) {
 	for _, a := range rep.Expired {
 		fmt.Fprintf(w, "%s: destroyed (its ttl has expired)\n", a)
 	}
@@ -115,6 +130,16 @@ func printReap(w io.Writer, rep *ondemand.ReapReport) {
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "%s: skipped, %s; the next reap retries\n", s.Address, s.Why)
 	}
-	fmt.Fprintf(w, "Reap complete: %d expired sandbox(es) destroyed, %d orphaned resource(s) removed, %d skipped.\n",
+	for _, d := range rep.Damaged {
+		fmt.Fprintf(w, "%s: left alone, its state record cannot be read (see the warning)\n", d.Address)
+	}
+	if !complete {
+		return
+	}
+	fmt.Fprintf(w, "Reap complete: %d expired sandbox(es) destroyed, %d orphaned resource(s) removed, %d skipped",
 		len(rep.Expired), len(rep.Orphans), len(rep.Skipped))
+	if len(rep.Damaged) > 0 {
+		fmt.Fprintf(w, ", %d damaged record(s) left alone", len(rep.Damaged))
+	}
+	fmt.Fprintln(w, ".")
 }

@@ -17,6 +17,7 @@ type RequestOptions struct {
 	Addr       string
 	Key        string
 	Extensions []string
+	CarryData  bool
 	TTL        string
 	Profile    string
 	Prefix     string
@@ -51,6 +52,7 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 	fs := cmd.Flags()
 	opts.OnDemand.bind(fs, ondemand.DefaultLockTimeout)
 	fs.StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
+	fs.BoolVar(&opts.CarryData, "carry-data", false, "if the instance must be replaced, carry its data (every service) into the new one")
 	fs.StringArrayVar(&opts.Extensions, "extensions", nil, "extra features for this call, `SERVICE=F1,F2` (repeatable)")
 	fs.StringVar(&opts.TTL, "ttl", "", "lifetime from now, overriding the block's ttl (e.g. 30m, 4h, 2d; at most 30d)")
 	fs.StringVar(&opts.Profile, "profile", "", "ask for the `NAME`d profile of the block's project (its services and extensions)")
@@ -72,9 +74,9 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 	defer s.close()
 	res, err := s.broker().Request(f.hard, ondemand.Request{
 		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL,
-		Profile: opts.Profile, Prefix: opts.Prefix})
+		Profile: opts.Profile, Prefix: opts.Prefix, CarryData: opts.CarryData})
 	if err != nil {
-		return err
+		return unprovidable(f, err, s.cfg)
 	}
 	how := "provisioned"
 	if res.Reused {

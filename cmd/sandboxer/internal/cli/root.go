@@ -40,6 +40,7 @@ func Main() int {
 			return nil, err
 		}
 		p.PullProgress = f.IO.Err // stdout stays the plan
+		p.SetCacheDir(cacheDir(f))
 		p.CADir = f.CADir()
 		return p, nil
 	}
@@ -121,6 +122,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newExtendCmd(f, nil),
 		newReapCmd(f, nil),
 		newServeCmd(f, nil),
+		newSnapshotCmd(f, nil),
+		newRestoreCmd(f, nil),
+		newResetCmd(f, nil),
 	)
 	completeAddressFlags(f, root)
 	return root

@@ -158,10 +158,12 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 }
 
 // runJanitor reaps every interval until stop closes; a pass in progress
-// finishes first.
+// finishes first. A damaged record is logged when it is first seen (and
+// again after it was gone), not on every pass.
 func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper, logger *log.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	warned := map[string]bool{}
 	for {
 		select {
 		case <-stop:
@@ -174,9 +176,26 @@ func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, 
 		if err != nil {
 			logger.Printf("reap: %v", err)
 		}
-		if rep != nil && (len(rep.Expired) > 0 || len(rep.Orphans) > 0) {
+		if rep == nil {
+			continue
+		}
+		warned = warnDamaged(logger, rep.Damaged, warned)
+		if len(rep.Expired) > 0 || len(rep.Orphans) > 0 {
 			logger.Printf("reap: %d expired sandbox(es) destroyed, %d orphaned resource(s) removed, %d skipped",
 				len(rep.Expired), len(rep.Orphans), len(rep.Skipped))
 		}
 	}
+}
+
+// warnDamaged logs the damaged records not in warned, and returns the set
+// seen this pass.
+func warnDamaged(logger *log.Logger, damaged []ondemand.Damaged, warned map[string]bool) map[string]bool {
+	seen := make(map[string]bool, len(damaged))
+	for _, d := range damaged {
+		seen[d.Address] = true
+		if !warned[d.Address] {
+			logger.Printf("reap: warning: %s: left alone, its state record cannot be read: %v", d.Address, d.Err)
+		}
+	}
+	return seen
 }

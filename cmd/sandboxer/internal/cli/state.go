@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,16 +44,34 @@ func newStateListCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command 
 			if runF != nil {
 				return runF(opts)
 			}
-			snap, err := f.Store().Snapshot(cmd.Context())
-			if err != nil {
-				return err
-			}
-			for _, r := range views.SortedRecords(snap) {
-				fmt.Fprintln(f.IO.Out, r.Address)
-			}
-			return nil
+			return stateListRun(cmd, opts)
 		},
 	}
+}
+
+// stateListRun lists every address, including those whose record cannot
+// be read: a user has to see one to remove it. Those make the command
+// fail afterwards, with an error naming each and the way out.
+func stateListRun(cmd *cobra.Command, opts *StateOptions) error {
+	f := opts.f
+	snap, err := f.Store().Inspect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	addrs := make([]string, 0, len(snap.Records)+len(snap.Damaged))
+	for _, r := range views.SortedRecords(snap) {
+		addrs = append(addrs, r.Address)
+	}
+	for a := range snap.Damaged {
+		addrs = append(addrs, a)
+	}
+	if len(snap.Damaged) > 0 {
+		slices.Sort(addrs)
+	}
+	for _, a := range addrs {
+		fmt.Fprintln(f.IO.Out, a)
+	}
+	return snap.DamagedError()
 }
 
 func newStateShowCmd(f *Factory, runF func(*StateOptions) error) *cobra.Command {
@@ -125,15 +145,30 @@ func stateRmRun(cmd *cobra.Command, opts *StateOptions) error {
 	}
 	defer unlock()
 	rec, err := store.Get(cmd.Context(), addr.String())
-	if err != nil {
+	// A record that cannot be read is removed all the same: that is the
+	// way out the error of every other command points to.
+	damaged := isDamagedRecord(err, addr.String())
+	switch {
+	case err != nil && !damaged:
 		return err
-	}
-	if rec == nil {
+	case rec == nil && !damaged:
 		return fmt.Errorf("%s is not in state (see sandboxer state list)", addr)
 	}
 	if err := store.Delete(cmd.Context(), addr.String()); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.Out, "Removed %s from state. Its containers were left running as orphans: sandboxer reap, or a new sandbox at this address, removes them.\n", addr)
+	what := ""
+	if damaged {
+		what = fmt.Sprintf(" (its record could not be read; the file as it was is in %s)", state.BackupPath(store.Path()))
+	}
+	fmt.Fprintf(f.IO.Out, "Removed %s from state%s. Its containers were left running as orphans: sandboxer reap, or a new sandbox at this address, removes them.\n", addr, what)
 	return nil
+}
+
+// isDamagedRecord reports whether err says that the record at addr, and
+// not the state file, cannot be read.
+func isDamagedRecord(err error, addr string) bool {
+	var ce *state.CorruptError
+	var fe *state.FutureSchemaError
+	return errors.As(err, &ce) && ce.Address == addr || errors.As(err, &fe) && fe.Address == addr
 }

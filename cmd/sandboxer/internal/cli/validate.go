@@ -1,11 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/views"
 )
 
@@ -26,7 +26,7 @@ func newValidateCmd(f *Factory, runF func(*ValidateOptions) error) *cobra.Comman
 			if runF != nil {
 				return runF(opts)
 			}
-			return validateRun(opts)
+			return validateRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
@@ -34,9 +34,17 @@ func newValidateCmd(f *Factory, runF func(*ValidateOptions) error) *cobra.Comman
 	return cmd
 }
 
-func validateRun(opts *ValidateOptions) error {
+// validateRun loads the configuration until ctx is done: a signal stops
+// the evaluation of a pathological configuration at once, exit 1.
+func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	f := opts.f
-	cfg, diags := config.Load(f.Dir(), opts.Vars.input(f), f.Catalog)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cfg, diags, err := loadInterruptible(ctx, f, opts.Vars.input(f))
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
 	if opts.JSON {
 		if err := views.DiagnosticsJSON(f.IO.Out, diags); err != nil {
 			return err

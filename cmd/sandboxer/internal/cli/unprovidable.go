@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/views"
+)
+
+// unprovidable renders a preflight's list of features the images cannot
+// provide (with each sandbox block's location when cfg is known) and
+// returns errReported; any other error is returned as it is.
+func unprovidable(f *Factory, err error, cfg *config.Config) error {
+	var ue *plan.UnprovidableError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	var where func(string) (hcl.Range, bool)
+	if cfg != nil {
+		ranges := make(map[string]hcl.Range, len(cfg.Instances))
+		for _, in := range cfg.Instances {
+			ranges[in.Addr.String()] = in.DeclRange
+		}
+		where = func(addr string) (hcl.Range, bool) {
+			if r, ok := ranges[addr]; ok {
+				return r, true
+			}
+			// An on-demand instance: its block is the template.
+			a, err := config.ParseAddress(addr)
+			if err != nil {
+				return hcl.Range{}, false
+			}
+			r, ok := ranges[a.Block().String()]
+			return r, ok
+		}
+	}
+	views.Unprovidable(f.IO.Err, ue, where, f.ErrColor())
+	return errReported
+}

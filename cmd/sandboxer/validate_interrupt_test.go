@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// slowConfig takes minutes to evaluate — n² iterations of a nested for
+// expression — without building anything large and without a function
+// call, so only abandoning the evaluation can stop it promptly.
+func slowConfig(n int) string {
+	var b strings.Builder
+	b.WriteString("locals {\n  big = [")
+	for i := range n {
+		fmt.Fprintf(&b, "%q, ", fmt.Sprint("k", i))
+	}
+	b.WriteString("]\n  pairs = [for a in local.big : [for b in local.big : b if false]]\n}\n")
+	b.WriteString("project \"p\" {\n  services = [\"postgres\"]\n}\n")
+	return b.String()
+}
+
+// TestValidateInterrupt sends SIGTERM to a validate of a configuration
+// that would take minutes: it must exit 1 within a few seconds, saying
+// it was interrupted, without a stack trace. Before, validate ignored the
+// signal until evaluation ended.
+func TestValidateInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	writeConfig(t, dir, slowConfig(20000))
+	p := startSandboxer(t, dir, "validate")
+	waitForHandler(t, p.cmd.Process.Pid, syscall.SIGTERM)
+	time.Sleep(500 * time.Millisecond) // well into the evaluation
+	p.signal(t, syscall.SIGTERM)
+	start := time.Now()
+	code := p.wait(t, 10*time.Second)
+	took := time.Since(start)
+	stderr := p.stderrText()
+	t.Logf("exit %d after %s\nstderr:\n%s", code, took, stderr)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(stderr, "Error: interrupted: the configuration was not fully loaded") {
+		t.Errorf("stderr does not say validate was interrupted")
+	}
+	if strings.Contains(stderr, "goroutine ") {
+		t.Errorf("stack trace on stderr")
+	}
+}
+
+// waitForHandler waits until process pid catches sig (Linux: the SigCgt
+// mask in /proc/PID/status), so a signal sent next reaches the CLI's
+// handler rather than killing a process still starting up.
+func waitForHandler(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	deadline := time.Now().Add(lineTimeout)
+	for time.Now().Before(deadline) {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Skipf("cannot read the process status: %v", err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if mask, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+				bits, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+				if err == nil && bits&(1<<(uint(sig)-1)) != 0 {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("process %d never installed a %v handler", pid, sig)
+}

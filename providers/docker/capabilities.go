@@ -1,0 +1,178 @@
+package docker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/docker/docker/api/types/image"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/sandboxer/sandboxer/plan"
+)
+
+// capabilityFormat versions what an inspection finds and how it is cached;
+// bump it when either changes, so older cache entries are ignored.
+const capabilityFormat = 1
+
+// capCache remembers what each image provides. An image ID names its file
+// system exactly, so what one inspection found stays true for that ID (with
+// the same module paths): entries never go stale. Memory serves one process
+// (a long-running serve, a plan followed by its apply); files in dir, when
+// set, serve later runs, so only the first plan on a machine pays for the
+// inspection.
+type capCache struct {
+	dir    string
+	mu     sync.Mutex
+	mem    map[string]plan.ImageCapabilities
+	flight singleflight.Group
+}
+
+// Check reports whether every service's image is present locally, trying a
+// pull for those that are not, and what features each image provides. It
+// runs at plan time so that a missing image or feature shows before apply
+// changes anything. Images are inspected at once, in parallel.
+func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
+	caps := plan.Capabilities{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for _, svc := range services {
+		if err := p.cat.CheckService(svc); err != nil {
+			return nil, fmt.Errorf("check %s: %w", svc, err)
+		}
+		img, err := p.image(svc)
+		if err != nil {
+			return nil, fmt.Errorf("check %s: %w", svc, err)
+		}
+		g.Go(func() error {
+			ii, err := p.ensureImage(gctx, svc, img.Ref)
+			if err != nil {
+				return err
+			}
+			ic, err := p.imageCapabilities(gctx, svc, img.Ref, ii)
+			if err != nil {
+				return fmt.Errorf("find what image %q for service %s provides: %w", img.Ref, svc, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			caps[svc] = ic
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return caps, nil
+}
+
+// imageCapabilities returns what the image provides for service, from the
+// cache or by inspecting it.
+func (p *Provider) imageCapabilities(ctx context.Context, service, ref string, ii image.InspectResponse) (plan.ImageCapabilities, error) {
+	key := p.capabilityKey(service, ii.ID)
+	if ic, ok := p.cachedCapabilities(key); ok {
+		ic.Image = ref
+		return ic, nil
+	}
+	v, err, _ := p.caps.flight.Do(key, func() (any, error) {
+		var ic plan.ImageCapabilities
+		var err error
+		switch service {
+		case "postgres":
+			ic, err = p.postgresCapabilities(ctx, ref, ii)
+		case "redis":
+			ic, err = p.redisCapabilities(ctx, ref, ii)
+		default:
+			return nil, fmt.Errorf("service %s is not supported by the docker provider", service)
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.storeCapabilities(key, ic)
+		return ic, nil
+	})
+	if err != nil {
+		return plan.ImageCapabilities{}, err
+	}
+	ic := v.(plan.ImageCapabilities)
+	ic.Image = ref
+	return ic, nil
+}
+
+// capabilityKey names one inspection: the image, the service it runs as,
+// the module paths configured for it and the allowlist it was filtered by.
+func (p *Provider) capabilityKey(service, imageID string) string {
+	img, _ := p.image(service)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
+	for _, f := range sortedKeys(img.Modules) {
+		fmt.Fprintf(h, "%s=%s\x00", f, img.Modules[f])
+	}
+	for _, f := range p.cat.Allowed(service) {
+		fmt.Fprintf(h, "%s\x00", f)
+	}
+	// The service leads the file name, for people looking at the cache.
+	return service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// cachedCapabilities looks in memory, then on disk. A cache file that
+// cannot be read is ignored: the image is inspected again.
+func (p *Provider) cachedCapabilities(key string) (plan.ImageCapabilities, bool) {
+	c := &p.caps
+	c.mu.Lock()
+	ic, ok := c.mem[key]
+	c.mu.Unlock()
+	if ok || c.dir == "" {
+		return ic, ok
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
+	if err != nil || json.Unmarshal(b, &ic) != nil || ic.Features == nil {
+		return plan.ImageCapabilities{}, false
+	}
+	c.mu.Lock()
+	if c.mem == nil {
+		c.mem = map[string]plan.ImageCapabilities{}
+	}
+	c.mem[key] = ic
+	c.mu.Unlock()
+	return ic, true
+}
+
+// storeCapabilities remembers an inspection. Writing the cache file is
+// best effort: without it the next run inspects again, which is slower
+// but gives the same answer.
+func (p *Provider) storeCapabilities(key string, ic plan.ImageCapabilities) {
+	c := &p.caps
+	c.mu.Lock()
+	if c.mem == nil {
+		c.mem = map[string]plan.ImageCapabilities{}
+	}
+	c.mem[key] = ic
+	c.mu.Unlock()
+	if c.dir == "" {
+		return
+	}
+	ic.Image = "" // the same image may go by other names
+	b, err := json.Marshal(ic)
+	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, key+".json")) != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+// SetCacheDir sets where inspections of images are cached across runs (""
+// keeps them in memory only). Call it before the first Check.
+func (p *Provider) SetCacheDir(dir string) { p.caps.dir = dir }

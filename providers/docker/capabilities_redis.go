@@ -1,0 +1,204 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/go-connections/nat"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sandboxer/sandboxer/plan"
+)
+
+// redisCapabilities finds which allowed features a redis image can
+// provide by loading them, not by looking for files: a module file can be
+// missing, built for another Redis or another CPU, and a module the image
+// loads by itself (redis:8) has no configured path. It starts the image
+// the way a sandbox starts it (so an entrypoint that adds --loadmodule does
+// so here too), reads which modules are loaded, then MODULE LOADs each
+// configured module that is not, and keeps the versions the server reports.
+// The server is throwaway: its admin is the only user, MODULE is enabled
+// for it, and the container is removed before returning.
+func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.InspectResponse) (plan.ImageCapabilities, error) {
+	img, err := p.image("redis")
+	if err != nil {
+		return plan.ImageCapabilities{}, err
+	}
+	creds, err := p.newCredentials([]string{"redis"}, "")
+	if err != nil {
+		return plan.ImageCapabilities{}, err
+	}
+	c := creds["redis"]
+	id, remove, err := p.createInspection(ctx, inspectSpec{
+		Image: ref,
+		Cmd: []string{"redis-server",
+			"--aclfile", secretPath(aclFileName),
+			"--save", "", "--appendonly", "no",
+			"--enable-module-command", "yes",
+			"--enable-debug-command", "no",
+		},
+		Port:  redisPort,
+		Tmpfs: tmpfsMounts(ii),
+	})
+	if err != nil {
+		return plan.ImageCapabilities{}, err
+	}
+	defer remove()
+	if err := p.copyFiles(ctx, id, containerFile{Path: secretPath(aclFileName), Content: aclFile(c), Mode: 0o600}); err != nil {
+		return plan.ImageCapabilities{}, fmt.Errorf("copy ACL file: %w", err)
+	}
+	if err := p.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return plan.ImageCapabilities{}, p.engineErr("start a container to inspect image "+ref, err)
+	}
+	ci, err := p.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return plan.ImageCapabilities{}, p.engineErr("inspect container", err)
+	}
+	if c.Port, err = publishedPort(ci, redisPort); err != nil {
+		return plan.ImageCapabilities{}, err
+	}
+	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
+		return redisPing(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
+	})
+	if err != nil {
+		return plan.ImageCapabilities{}, fmt.Errorf("redis-server of image %s did not start: %w", ref, err)
+	}
+	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
+	defer admin.Close()
+	ic := plan.ImageCapabilities{Features: map[string]string{},
+		Hint: `set provider "docker" { image "redis" { modules = { FEATURE = "/path/to/module.so" } } } to a module the image has, or use an image that bundles it (redis:8)`}
+	loaded, err := redisModuleVersions(ctx, admin)
+	if err != nil {
+		return plan.ImageCapabilities{}, fmt.Errorf("list loaded modules: %w", err)
+	}
+	for _, f := range p.cat.Allowed("redis") {
+		if _, ok := moduleVersion(loaded, f); ok {
+			continue
+		}
+		path := img.Modules[f]
+		if path == "" {
+			continue
+		}
+		if err := admin.Do(ctx, "MODULE", "LOAD", path).Err(); err != nil {
+			if ic.Unusable == nil {
+				ic.Unusable = map[string]string{}
+			}
+			ic.Unusable[f] = p.moduleLoadError(ctx, id, path, err)
+		}
+	}
+	if loaded, err = redisModuleVersions(ctx, admin); err != nil {
+		return plan.ImageCapabilities{}, fmt.Errorf("list loaded modules: %w", err)
+	}
+	for _, f := range p.cat.Allowed("redis") {
+		if v, ok := moduleVersion(loaded, f); ok {
+			ic.Features[f] = v
+			delete(ic.Unusable, f)
+		}
+	}
+	return ic, nil
+}
+
+// publishedPort returns the host port the engine picked for port on
+// 127.0.0.1.
+func publishedPort(ci container.InspectResponse, port nat.Port) (int, error) {
+	if ci.NetworkSettings != nil {
+		for _, b := range ci.NetworkSettings.Ports[port] {
+			if b.HostIP == loopback && b.HostPort != "" {
+				return strconv.Atoi(b.HostPort)
+			}
+		}
+	}
+	if ci.State != nil && !ci.State.Running {
+		return 0, fmt.Errorf("%w during start with code %d", errExited, ci.State.ExitCode)
+	}
+	return 0, fmt.Errorf("no host port published for %s", port)
+}
+
+// redisModuleVersions lists loaded modules, name → version, from INFO
+// modules.
+func redisModuleVersions(ctx context.Context, admin *redis.Client) (map[string]string, error) {
+	info, err := admin.Info(ctx, "modules").Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseInfoModuleVersions(info), nil
+}
+
+// parseInfoModuleVersions reads lines like
+// "module:name=search,ver=20606,api=1,…" into name → "2.6.6". Modules
+// encode their version as major*10000 + minor*100 + patch.
+func parseInfoModuleVersions(info string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module:")
+		if !ok {
+			continue
+		}
+		var name, ver string
+		for _, kv := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, "name="); ok {
+				name = v
+			}
+			if v, ok := strings.CutPrefix(kv, "ver="); ok {
+				ver = moduleVersionString(v)
+			}
+		}
+		if name != "" {
+			out[name] = ver
+		}
+	}
+	return out
+}
+
+func moduleVersionString(v string) string {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return v
+	}
+	return fmt.Sprintf("%d.%d.%d", n/10000, n/100%100, n%100)
+}
+
+// moduleVersion returns the version of feature's module among loaded.
+func moduleVersion(loaded map[string]string, feature string) (string, bool) {
+	for _, n := range redisModuleNames(feature) {
+		if v, ok := loaded[n]; ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// verifiedModules returns the allowed redis features this provider has
+// seen load in image imageID (an earlier Check), with versions; none when
+// it has not inspected the image.
+func (p *Provider) verifiedModules(imageID string) map[string]string {
+	ic, ok := p.cachedCapabilities(p.capabilityKey("redis", imageID))
+	if !ok {
+		return nil
+	}
+	return ic.Features
+}
+
+// moduleLoadError explains a failed MODULE LOAD: the reply only says to
+// read the server log, so the log line that names the module is quoted.
+func (p *Provider) moduleLoadError(ctx context.Context, id, path string, err error) string {
+	tail := p.logTail(ctx, id, 20)
+	var lines []string
+	for _, line := range strings.Split(tail, "\n") {
+		if strings.Contains(line, path) || strings.Contains(line, "Module ") {
+			// "1:M 01 Dec 2026 03:25:12.345 # Module … failed to load: …"
+			if i := strings.Index(line, "# "); i >= 0 {
+				line = line[i+2:]
+			}
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("module %s does not load: %v", path, err)
+	}
+	return strings.Join(lines, "; ")
+}
