@@ -2,6 +2,8 @@
 # machine; `make test` runs vet, the whole test suite and a short fuzz.
 GO       ?= go
 FUZZTIME ?= 20s
+# Sandboxes (postgres+redis each) in the scale run of `make bench`.
+SCALE_N  ?= 200
 BIN      := bin/sandboxer
 
 .PHONY: build images test vet unit fuzz bench run clean
@@ -27,9 +29,10 @@ fuzz:
 test: images vet unit fuzz
 
 bench: images build
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./plan ./cmd/sandboxer/... ./state
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
+	$(GO) run ./scripts/benchscale -bin $(BIN) -n $(SCALE_N)
 
 # The main job: the quick-start example, applied on this machine.
 run: images build

@@ -33,6 +33,9 @@ var (
 	ErrConflict = api.ErrConflict
 	// ErrEngineUnreachable: the Docker engine cannot be reached.
 	ErrEngineUnreachable = api.ErrEngineUnreachable
+	// ErrUnavailable: allowed, but the configured images cannot provide
+	// a requested feature.
+	ErrUnavailable = api.ErrUnavailable
 )
 
 // ConfigError is a configuration that did not decode; Diagnostics carry

@@ -24,6 +24,11 @@ type RequestOptions struct {
 	Extensions map[string][]string
 	// TTL overrides the block's ttl, e.g. "2h" (at most 30d).
 	TTL string
+	// Profile names a profile of the block's project.
+	Profile string
+	// Prefix starts the names in Env ("" keeps the block's env_prefix,
+	// else SANDBOXER_).
+	Prefix string
 }
 
 // Request ensures the on-demand instance exists and covers what is asked,
@@ -31,7 +36,7 @@ type RequestOptions struct {
 // (Reused), a dead one is re-provisioned, a lacking one replaced with
 // rotated credentials.
 func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOptions) (*Sandbox, error) {
-	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL})
+	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL, Profile: o.Profile, Prefix: o.Prefix})
 	if err != nil {
 		return nil, classify(err)
 	}

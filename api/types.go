@@ -9,6 +9,9 @@ const (
 	PathRelease   = "/v1/release"
 	PathExtend    = "/v1/extend"
 	PathSandboxes = "/v1/sandboxes"
+	PathSnapshot  = "/v1/snapshot"
+	PathRestore   = "/v1/restore"
+	PathReset     = "/v1/reset"
 )
 
 // MaxBody bounds a request body; the server answers 413 above it.
@@ -30,6 +33,28 @@ type RequestBody struct {
 	// Prefix starts the names in the answer's Env ("" keeps the block's
 	// env_prefix, else SANDBOXER_), e.g. "ROBOCO_TEST_".
 	Prefix string `json:"prefix,omitempty"`
+	// CarryData: if the instance must be replaced, its data (every
+	// service) is carried into the new one.
+	CarryData bool `json:"carry_data,omitempty"`
+}
+
+// DataBody is the body of POST /v1/snapshot, /v1/restore and /v1/reset.
+// Snapshot is the snapshot's name: required for snapshot and restore;
+// for reset, empty means the newest snapshot taken of the instance.
+type DataBody struct {
+	Address  string `json:"address"`
+	Key      string `json:"key,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// DataResult answers a data call.
+type DataResult struct {
+	Address    string   `json:"address"`
+	Generation int      `json:"generation"`
+	Snapshot   string   `json:"snapshot"`
+	Services   []string `json:"services"`
+	Size       int64    `json:"size"`
+	ElapsedMS  int64    `json:"elapsed_ms"`
 }
 
 // ReleaseBody is POST /v1/release's body.

@@ -26,6 +26,10 @@ import (
 const fixture = `
 project "shop" {
   services = ["postgres", "redis"]
+
+  profile "rag" {
+    extensions = { postgres = ["vector"], redis = ["search"] }
+  }
 }
 
 sandbox "agent" {
@@ -109,6 +113,35 @@ func TestLifecycleOverHTTP(t *testing.T) {
 	if ok, err := c.Release(ctx, "sandbox.agent", "dev-7"); err != nil || ok {
 		t.Errorf("second release = %v, %v; want a no-op", ok, err)
 	}
+}
+
+// Profile and prefix travel in the body; the accessors read prefixed
+// names too.
+func TestProfileAndPrefixOverHTTP(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := serve(t)
+	s, err := c.Request(ctx, api.RequestBody{Address: "sandbox.agent", Key: "rag-1", Profile: "rag", Prefix: "ROBOCO_TEST_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Features["redis"], []string{"search"}) || !slices.Equal(s.Features["postgres"], []string{"vector"}) {
+		t.Errorf("features %v, want the rag profile's", s.Features)
+	}
+	if s.Env["ROBOCO_TEST_POSTGRES_URL"] == "" || s.URL("postgres") != s.Env["ROBOCO_TEST_POSTGRES_URL"] {
+		t.Errorf("env names %v, want ROBOCO_TEST_… read by the accessors", keys(s.Env))
+	}
+	if _, err := c.Request(ctx, api.RequestBody{Address: "sandbox.agent", Key: "rag-2", Profile: "nope"}); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("unknown profile = %v, want ErrNotFound", err)
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // The client's errors match the same sentinels as the library's.

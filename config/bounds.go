@@ -65,9 +65,9 @@ func CheckTTL(text string, d time.Duration, never bool) error {
 		if never {
 			hint = `; write "0" for a sandbox that never expires`
 		}
-		return fmt.Errorf("ttl %s is shorter than the minimum of %s%s", quote(text), formatTTL(MinTTL), hint)
+		return fmt.Errorf("a ttl of %s is shorter than the minimum of %s%s", quote(text), formatTTL(MinTTL), hint)
 	case d > MaxTTL:
-		return fmt.Errorf("ttl %s is longer than the maximum of %s", quote(text), formatTTL(MaxTTL))
+		return fmt.Errorf("a ttl of %s is longer than the maximum of %s", quote(text), formatTTL(MaxTTL))
 	}
 	return nil
 }

@@ -31,8 +31,9 @@ type Store interface {
 var _ Store = (*state.Store)(nil)
 
 // MaxTTL bounds a per-call --ttl: an on-demand sandbox is for a piece of
-// work, and a typo like "3000h" should not keep one alive for months.
-const MaxTTL = 30 * 24 * time.Hour
+// work, and a typo like "3000h" should not keep one alive for months. It
+// is the configuration's bound, so flags, the API and HCL agree.
+const MaxTTL = config.MaxTTL
 
 // DefaultLockTimeout is how long a call waits for another command working
 // on the same instance (typically a provision: seconds).
@@ -138,17 +139,13 @@ func (b *Broker) onDemandBlocks() string {
 	return "; on-demand blocks: " + strings.Join(names, ", ")
 }
 
-// parseTTL validates a per-call TTL: positive and at most MaxTTL.
+// parseTTL validates a per-call TTL with the bounds the configuration's
+// ttl has (config.MinTTL to config.MaxTTL), except that "0" (never) is refused:
+// omit the ttl to use the block's.
 func parseTTL(s string) (time.Duration, error) {
-	d, err := config.ParseTTL(strings.TrimSpace(s))
+	d, err := config.ParseTTLBounded(strings.TrimSpace(s), false)
 	if err != nil {
-		return 0, refuse(Invalid, "ttl: %v", err)
-	}
-	if d <= 0 {
-		return 0, refuse(Invalid, "ttl %q: must be positive (omit it to use the block's ttl)", s)
-	}
-	if d > MaxTTL {
-		return 0, refuse(Invalid, "ttl %q is longer than the maximum of 30d", s)
+		return 0, refuse(Invalid, "%v (omit it to use the block's ttl)", err)
 	}
 	return d, nil
 }

@@ -124,10 +124,10 @@ func TestRequestDeadIsEvictedAndReprovisioned(t *testing.T) {
 func TestRequestExpiredIsReplaced(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.b.Request(ctx, Request{Address: "sandbox.agent", Key: "x", TTL: "2s"}); err != nil {
+	if _, err := e.b.Request(ctx, Request{Address: "sandbox.agent", Key: "x", TTL: "2m"}); err != nil {
 		t.Fatal(err)
 	}
-	e.advance(3 * time.Second)
+	e.advance(3 * time.Minute)
 	r, err := e.b.Request(ctx, Request{Address: "sandbox.agent", Key: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,9 @@ func TestRequestRefusals(t *testing.T) {
 		{"unknown service", Request{Address: "sandbox.agent", Key: "keep", Extensions: map[string][]string{"mysql": nil}}, NotAllowed, `unknown service "mysql"; known services: postgres, redis`},
 		{"service not opted in", Request{Address: "sandbox.kv", Key: "k", Extensions: map[string][]string{"postgres": {"vector"}}}, NotAllowed, `project "cache" does not opt in "postgres" (it opts in: redis)`},
 		{"negative ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "-1h"}, Invalid, `must not be negative`},
-		{"zero ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "0"}, Invalid, `must be positive`},
+		{"zero ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "0"}, Invalid, `shorter than the minimum of 1m`},
+		{"zero seconds ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "0s"}, Invalid, `shorter than the minimum of 1m`},
+		{"expired at once ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "1ns"}, Invalid, `shorter than the minimum of 1m`},
 		{"absurd ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "100d"}, Invalid, `longer than the maximum of 30d`},
 		{"garbage ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "soon"}, Invalid, `invalid ttl "soon"`},
 	} {

@@ -23,7 +23,7 @@ type fakeProvider struct {
 	creates int
 	delay   time.Duration
 	n       int
-	failNew error // Create fails with it when set
+	failNew error             // Create fails with it when set
 	caps    plan.Capabilities // what Check reports (nil: nothing checked)
 }
 

@@ -39,7 +39,7 @@ func TestReap(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	for _, key := range []string{"short", "long", "busy"} {
-		ttl := "2s"
+		ttl := "2m"
 		if key == "long" {
 			ttl = "1h"
 		}
@@ -60,7 +60,7 @@ func TestReap(t *testing.T) {
 		{Kind: "container", Name: "busy-g2", Address: `sandbox.agent["busy"]`, Generation: 2}, // in flight
 		{Kind: "container", Name: "dev-g2", Address: "sandbox.dev", Generation: 2},
 	}}
-	e.advance(3 * time.Second)
+	e.advance(3 * time.Minute)
 	// Another command works on "busy" right now.
 	unlock, err := e.store.LockInstance(ctx, `sandbox.agent["busy"]`, "request", 0)
 	if err != nil {
@@ -136,7 +136,7 @@ func TestReapSkipsDamagedRecord(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	for _, key := range []string{"short", "bad"} {
-		if _, err := e.b.Request(ctx, Request{Address: "sandbox.agent", Key: key, TTL: "2s"}); err != nil {
+		if _, err := e.b.Request(ctx, Request{Address: "sandbox.agent", Key: key, TTL: "2m"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,7 +158,7 @@ func TestReapSkipsDamagedRecord(t *testing.T) {
 		{Kind: "container", Name: "bad-g1", Address: bad, Generation: 1},
 		{Kind: "container", Name: "gone-g1", Address: `sandbox.agent["gone"]`, Generation: 1},
 	}}
-	e.advance(3 * time.Second)
+	e.advance(3 * time.Minute)
 	r := &Reaper{Config: e.b.Config, Store: e.store, Provider: e.prov, Inventory: inv, Events: e.ev, Now: e.clock}
 	rep, err := r.Reap(ctx)
 	if err != nil {

@@ -23,7 +23,7 @@ type Request struct {
 	// the project's standing set. A service listed here is requested even
 	// when the block's services do not name it (it must be opted in).
 	Extensions map[string][]string
-	// TTL overrides the block's ttl ("" keeps it): positive, ≤ MaxTTL.
+	// TTL overrides the block's ttl ("" keeps it): from config.MinTTL to MaxTTL.
 	TTL string
 	// Profile names a profile of the block's project: its services (when
 	// it names any) replace the block's, its extensions are added.

@@ -51,7 +51,7 @@ type libBackend struct {
 }
 
 func (l libBackend) request(ctx context.Context, b api.RequestBody) (*api.Sandbox, error) {
-	return l.lib.Request(ctx, b.Address, sandboxer.RequestOptions{Key: b.Key, Extensions: b.Extensions, TTL: b.TTL})
+	return l.lib.Request(ctx, b.Address, sandboxer.RequestOptions{Key: b.Key, Extensions: b.Extensions, TTL: b.TTL, Profile: b.Profile, Prefix: b.Prefix})
 }
 
 func (l libBackend) release(ctx context.Context, address, key string) (bool, error) {

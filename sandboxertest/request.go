@@ -44,6 +44,8 @@ type settings struct {
 	statePath  string
 	extensions map[string][]string
 	ttl        string
+	profile    string
+	prefix     string
 	keep       *bool
 	provider   apply.Provider
 	apiURL     string
@@ -76,6 +78,13 @@ func Extensions(service string, features ...string) Option {
 
 // TTL sets the instance's lifetime from now (default: the block's ttl).
 func TTL(d string) Option { return func(s *settings) { s.ttl = d } }
+
+// Profile asks for a named profile of the block's project.
+func Profile(name string) Option { return func(s *settings) { s.profile = name } }
+
+// Prefix names the variables of Env (and Setenv) <PREFIX><SERVICE>_URL …
+// instead of SANDBOXER_…; the accessors read either.
+func Prefix(p string) Option { return func(s *settings) { s.prefix = p } }
 
 // Keep leaves the instance alive after the test, for the next run to
 // reuse; the default releases it unless SANDBOXER_KEEP=1.
@@ -132,7 +141,7 @@ func Request(tb testing.TB, address string, opts ...Option) *Sandbox {
 		tb.Fatalf("sandboxertest: %v", err)
 	}
 	tb.Cleanup(b.close)
-	res, err := b.request(ctx, api.RequestBody{Address: address, Key: s.key, Extensions: s.extensions, TTL: s.ttl})
+	res, err := b.request(ctx, api.RequestBody{Address: address, Key: s.key, Extensions: s.extensions, TTL: s.ttl, Profile: s.profile, Prefix: s.prefix})
 	if err != nil {
 		tb.Fatalf("sandboxertest: request %s (key %s): %v", address, s.key, err)
 	}

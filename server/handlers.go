@@ -27,7 +27,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	res, err := s.broker.Request(ctx, ondemand.Request{
 		Address: body.Address, Key: body.Key, Extensions: body.Extensions, TTL: body.TTL,
-		Profile: body.Profile, Prefix: body.Prefix})
+		Profile: body.Profile, Prefix: body.Prefix, CarryData: body.CarryData})
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -37,6 +38,7 @@ type engine struct {
 
 func newEngine(t testing.TB) *engine {
 	t.Helper()
+	testenv.RequireDocker(t)
 	ctx := context.Background()
 	modules := map[string]string{}
 	if m := envOr("SANDBOXER_TEST_REDIS_SEARCH_MODULE", "/usr/lib/redis/modules/redisearch.so"); m != "" {

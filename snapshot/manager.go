@@ -51,7 +51,7 @@ func (m *Manager) locked(ctx context.Context, addr, op string, fn func(rec *stat
 		return nil, err
 	}
 	if rec == nil {
-		return nil, fmt.Errorf("%s is not provisioned (see sandboxer state list)", addr)
+		return nil, fmt.Errorf("%s %w (see sandboxer state list)", addr, ErrNotProvisioned)
 	}
 	start := time.Now()
 	man, err := fn(rec)

@@ -21,6 +21,12 @@ const manifestName = "manifest.json"
 // ErrNotFound is returned (wrapped) for a snapshot that does not exist.
 var ErrNotFound = errors.New("no such snapshot")
 
+// ErrExists is returned (wrapped) when a snapshot name is taken.
+var ErrExists = errors.New("snapshot already exists")
+
+// ErrNotProvisioned is returned (wrapped) for an address with no record.
+var ErrNotProvisioned = errors.New("is not provisioned")
+
 // ChecksumError is a snapshot file whose content no longer matches the
 // checksum its manifest recorded: it was damaged or edited, and loading it
 // could put anything into a sandbox.
@@ -58,7 +64,7 @@ func (s Store) Save(man *Manifest, write func(service string, w io.Writer) error
 	}
 	final := s.Path(man.Name)
 	if _, err := os.Stat(final); err == nil {
-		return fmt.Errorf("snapshot %q already exists (sandboxer snapshot rm %s, or choose another name)", man.Name, man.Name)
+		return fmt.Errorf("%w: %q (sandboxer snapshot rm %s, or choose another name)", ErrExists, man.Name, man.Name)
 	}
 	tmp := filepath.Join(s.Dir, ".tmp-"+man.Name+"-"+randomSuffix())
 	if err := os.Mkdir(tmp, 0o700); err != nil {

@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
+			"agestate":   cmdAgeState,
 			"holdlock":   cmdHoldLock,
 			"pgcheck":    cmdPgCheck,
 			"redischeck": cmdRedisCheck,

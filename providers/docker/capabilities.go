@@ -41,7 +41,7 @@ type capCache struct {
 func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
 	caps := plan.Capabilities{}
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
+	refs := make(map[string]string, len(services))
 	for _, svc := range services {
 		if err := p.cat.CheckService(svc); err != nil {
 			return nil, fmt.Errorf("check %s: %w", svc, err)
@@ -50,14 +50,18 @@ func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilit
 		if err != nil {
 			return nil, fmt.Errorf("check %s: %w", svc, err)
 		}
+		refs[svc] = img.Ref
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for svc, ref := range refs {
 		g.Go(func() error {
-			ii, err := p.ensureImage(gctx, svc, img.Ref)
+			ii, err := p.ensureImage(gctx, svc, ref)
 			if err != nil {
 				return err
 			}
-			ic, err := p.imageCapabilities(gctx, svc, img.Ref, ii)
+			ic, err := p.imageCapabilities(gctx, svc, ref, ii)
 			if err != nil {
-				return fmt.Errorf("find what image %q for service %s provides: %w", img.Ref, svc, err)
+				return fmt.Errorf("find what image %q for service %s provides: %w", ref, svc, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -46,7 +46,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		"POSTGRES_USER=" + c.AdminUser,
 		"POSTGRES_PASSWORD_FILE=" + secretPath(pgPasswordFile),
 		"POSTGRES_DB=postgres",
-		"POSTGRES_INITDB_ARGS=--nosync",
+		"POSTGRES_INITDB_ARGS=" + pgInitdbArgs,
 	}
 	env = append(env, utcUnlessSet(ii)...)
 	env = append(env, serverBinFirst(ii)...)
@@ -62,6 +62,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		Port:  postgresPort,
 		Tmpfs: tmpfsMounts(ii, pgdata),
 	}
+	spec.Cmd = append(spec.Cmd, pgLeanArgs...)
 	spec.Cmd = append(spec.Cmd, preloadArgs(feats)...)
 	if t := b.reach.tls; t != nil {
 		spec.Cmd = append(spec.Cmd, postgresTLSArgs()...)

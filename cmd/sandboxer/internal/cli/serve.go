@@ -102,6 +102,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	api.ServeData(s.lib.Data())
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
