@@ -4,6 +4,9 @@ GO       ?= go
 FUZZTIME ?= 20s
 # Sandboxes (postgres+redis each) in the scale run of `make bench`.
 SCALE_N  ?= 200
+# The state-file fuzz (damaged bbolt files) is slower per case: 10 s
+# runs a few hundred cases on top of its seed corpus.
+STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
 .PHONY: build images test vet unit fuzz bench run clean
@@ -25,6 +28,7 @@ unit:
 
 fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
+	$(GO) test ./state -run '^$$' -fuzz FuzzStateFile -fuzztime $(STATE_FUZZTIME)
 
 test: images vet unit fuzz
 

@@ -95,7 +95,7 @@ func BenchmarkOpenClose(b *testing.B) {
 			path := seed(b, 1000)
 			b.ReportAllocs()
 			for b.Loop() {
-				db, err := openDB(ctx, path, mode.readOnly)
+				db, err := openDB(ctx, path, mode.readOnly, !mode.readOnly) // writes walk the pages
 				if err != nil {
 					b.Fatal(err)
 				}

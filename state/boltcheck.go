@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"os"
 )
 
 // bbolt memory-maps the file and trusts the page ids in its meta page: a
@@ -84,10 +83,12 @@ func readMetaAt(r io.ReaderAt, off int64) (boltMeta, bool) {
 }
 
 // checkBoltFile reports (as *damagedFileError) a file bbolt would misread:
-// one without a valid meta page, or shorter than the meta page it would
-// use says. It does not look at data pages; reads of those are guarded
-// (see guard).
-func checkBoltFile(r io.ReaderAt, size int64) error {
+// one without a valid meta page, shorter than the meta page it would use
+// says, or (walk) whose pages refer to places outside themselves (see
+// pageWalk).
+// What it cannot see (a damaged page that is still well-formed) bbolt
+// may panic on; guard turns that into an error.
+func checkBoltFile(r io.ReaderAt, size int64, walk bool) error {
 	// The page size, found as bbolt finds it: from the first meta page if
 	// it is valid, else from a valid second meta page at a power-of-two
 	// offset.
@@ -150,39 +151,174 @@ func checkBoltFile(r io.ReaderAt, size int64) error {
 		return &damagedFileError{fmt.Sprintf("it is %d bytes long, but its last transaction (%d) uses %d pages of %d bytes, %s: the file was cut short",
 			size, m.txid, m.pgid, pageSize, need)}
 	}
-	return checkFreelistPage(r, m, pageSize)
+	if !walk {
+		return nil
+	}
+	// The pages in use, read in one go: a state is a few MiB at most.
+	used := make([]byte, int64(m.pgid)*pageSize)
+	if _, err := r.ReadAt(used, 0); err != nil {
+		return &damagedFileError{fmt.Sprintf("its pages cannot be read: %v", err)}
+	}
+	w := &pageWalk{data: used, pageSize: pageSize, pgid: m.pgid, seen: make([]bool, m.pgid)}
+	if err := w.tree(m.root); err != nil {
+		return err
+	}
+	return w.freelist(m.freelist)
 }
 
-// checkFreelistPage checks that the freelist page, which bbolt reads whole
-// on every read-write open, lies within the pages in use.
-func checkFreelistPage(r io.ReaderAt, m boltMeta, pageSize int64) error {
-	var hdr [boltPageHeaderSize + 8]byte
-	if _, err := r.ReadAt(hdr[:], int64(m.freelist)*pageSize); err != nil {
-		return &damagedFileError{fmt.Sprintf("its freelist page %d cannot be read: %v", m.freelist, err)}
+// pageWalk checks, within the pages in use, everything bbolt will follow
+// without checking: each page reachable from the root is in range, of the
+// right kind and used once, and every element's key and value lie inside
+// its page. Garbage there would send bbolt's reads (or a write's copy of
+// a node) past the end of the mapping or into gigabyte allocations. It
+// does not check key order: misordered keys make lookups miss, they do
+// not crash.
+type pageWalk struct {
+	data     []byte // pages [0, pgid)
+	pageSize int64
+	pgid     uint64
+	seen     []bool // by page id
+}
+
+const (
+	boltBranchPageFlag = 0x01
+	boltLeafPageFlag   = 0x02
+	boltBucketLeafFlag = 0x01
+	boltElementSize    = 16 // branch: pos, ksize u32, pgid u64; leaf: flags, pos, ksize, vsize u32
+	boltBucketHeader   = 16 // root pgid u64, sequence u64
+	boltMaxInlineDepth = 64
+)
+
+func (w *pageWalk) damaged(format string, args ...any) error {
+	return &damagedFileError{"its data is inconsistent: " + fmt.Sprintf(format, args...)}
+}
+
+// span returns page id and its overflow pages, marking them used.
+func (w *pageWalk) span(id uint64) ([]byte, error) {
+	if id < 2 || id >= w.pgid {
+		return nil, w.damaged("page %d is out of range (%d pages in use)", id, w.pgid)
 	}
+	hdr := w.data[int64(id)*w.pageSize:]
 	ne := binary.NativeEndian
-	flags, count, overflow := ne.Uint16(hdr[8:]), uint64(ne.Uint16(hdr[10:])), uint64(ne.Uint32(hdr[12:]))
-	if flags != boltFreelistPageFlag {
-		return &damagedFileError{fmt.Sprintf("its freelist page %d is not a freelist page", m.freelist)}
+	if got := ne.Uint64(hdr); got != id {
+		return nil, w.damaged("page %d calls itself page %d", id, got)
 	}
-	if m.freelist+overflow >= m.pgid {
-		return &damagedFileError{fmt.Sprintf("its freelist (page %d and %d more) runs past the %d pages in use", m.freelist, overflow, m.pgid)}
+	overflow := uint64(ne.Uint32(hdr[12:]))
+	if overflow >= w.pgid-id {
+		return nil, w.damaged("page %d runs past the %d pages in use", id, w.pgid)
 	}
-	capacity := (uint64(overflow+1)*uint64(pageSize) - boltPageHeaderSize) / 8
-	if count == 0xFFFF { // too many for the header: the first slot holds the count
-		count, capacity = ne.Uint64(hdr[boltPageHeaderSize:]), capacity-1
+	for i := id; i <= id+overflow; i++ {
+		if w.seen[i] {
+			return nil, w.damaged("page %d is used twice", i)
+		}
+		w.seen[i] = true
 	}
-	if count > capacity {
-		return &damagedFileError{fmt.Sprintf("its freelist page %d claims %d entries, more than it holds", m.freelist, count)}
+	return hdr[:int64(overflow+1)*w.pageSize], nil
+}
+
+// tree checks the pages of the bucket rooted at page root, and of the
+// buckets inside it.
+func (w *pageWalk) tree(root uint64) error {
+	stack := []uint64{root}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		page, err := w.span(id)
+		if err != nil {
+			return err
+		}
+		if err := w.page(id, page, &stack, 0); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// checkBoltOpenFile runs checkBoltFile on an open file.
-func checkBoltOpenFile(f *os.File) error {
-	fi, err := f.Stat()
+// page checks the elements of one page (or an inline bucket's page, id 0)
+// and pushes the pages they refer to.
+func (w *pageWalk) page(id uint64, page []byte, stack *[]uint64, depth int) error {
+	if len(page) < boltPageHeaderSize {
+		return w.damaged("page %d is shorter than a page header", id)
+	}
+	ne := binary.NativeEndian
+	flags, count := ne.Uint16(page[8:]), int(ne.Uint16(page[10:]))
+	if boltPageHeaderSize+count*boltElementSize > len(page) {
+		return w.damaged("page %d claims %d elements, more than it holds", id, count)
+	}
+	for i := range count {
+		at := boltPageHeaderSize + i*boltElementSize
+		elem := page[at : at+boltElementSize]
+		switch flags {
+		case boltBranchPageFlag:
+			if id == 0 {
+				return w.damaged("an inline bucket holds a branch page")
+			}
+			pos, ksize := int64(ne.Uint32(elem[0:])), int64(ne.Uint32(elem[4:]))
+			if ksize == 0 || int64(at)+pos+ksize > int64(len(page)) {
+				return w.damaged("page %d: key %d lies outside the page", id, i)
+			}
+			*stack = append(*stack, ne.Uint64(elem[8:]))
+		case boltLeafPageFlag:
+			eflags, pos, ksize, vsize := ne.Uint32(elem[0:]), int64(ne.Uint32(elem[4:])), int64(ne.Uint32(elem[8:])), int64(ne.Uint32(elem[12:]))
+			if ksize == 0 || int64(at)+pos+ksize+vsize > int64(len(page)) {
+				return w.damaged("page %d: element %d lies outside the page", id, i)
+			}
+			if eflags&boltBucketLeafFlag == 0 {
+				continue
+			}
+			value := page[int64(at)+pos+ksize : int64(at)+pos+ksize+vsize]
+			if len(value) < boltBucketHeader {
+				return w.damaged("page %d: bucket %d has no header", id, i)
+			}
+			root := ne.Uint64(value)
+			if root != 0 {
+				*stack = append(*stack, root)
+				continue
+			}
+			if depth >= boltMaxInlineDepth {
+				return w.damaged("inline buckets nested too deep")
+			}
+			if err := w.page(0, value[boltBucketHeader:], stack, depth+1); err != nil {
+				return err
+			}
+		default:
+			return w.damaged("page %d is neither a branch nor a leaf page (flags %#x)", id, flags)
+		}
+	}
+	if flags == boltBranchPageFlag && count == 0 {
+		return w.damaged("branch page %d is empty", id)
+	}
+	if flags != boltBranchPageFlag && flags != boltLeafPageFlag {
+		return w.damaged("page %d is neither a branch nor a leaf page (flags %#x)", id, flags)
+	}
+	return nil
+}
+
+// freelist checks the freelist page, which bbolt reads whole on every
+// read-write open and allocates from: each free page must be in range and
+// not in use.
+func (w *pageWalk) freelist(id uint64) error {
+	page, err := w.span(id)
 	if err != nil {
 		return err
 	}
-	return checkBoltFile(f, fi.Size())
+	ne := binary.NativeEndian
+	if flags := ne.Uint16(page[8:]); flags != boltFreelistPageFlag {
+		return w.damaged("freelist page %d is not a freelist page (flags %#x)", id, flags)
+	}
+	count, first := uint64(ne.Uint16(page[10:])), uint64(boltPageHeaderSize)
+	if count == 0xFFFF { // too many for the header: the first slot holds the count
+		count, first = ne.Uint64(page[boltPageHeaderSize:]), first+8
+	}
+	if count > (uint64(len(page))-first)/8 {
+		return w.damaged("freelist page %d claims %d free pages, more than it holds", id, count)
+	}
+	for i := range count {
+		free := ne.Uint64(page[first+8*i:])
+		if free < 2 || free >= w.pgid || w.seen[free] {
+			return w.damaged("free page %d is out of range or in use", free)
+		}
+		w.seen[free] = true
+	}
+	return nil
 }

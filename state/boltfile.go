@@ -28,7 +28,7 @@ var errEmptyFile = errors.New("the file is empty")
 // bbolt would read past the end of (see checkBoltFile). Checking before
 // bbolt's flock is safe: bbolt grows the file before it writes a meta page
 // that uses the new pages, and never shrinks it.
-func openExisting(name string, flag int, perm os.FileMode) (*os.File, error) {
+func openExisting(name string, flag int, perm os.FileMode, walk bool) (*os.File, error) {
 	f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func openExisting(name string, flag int, perm os.FileMode) (*os.File, error) {
 		f.Close()
 		return nil, errEmptyFile
 	}
-	if err := checkBoltFile(f, fi.Size()); err != nil {
+	if err := checkBoltFile(f, fi.Size(), walk); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -50,8 +50,10 @@ func openExisting(name string, flag int, perm os.FileMode) (*os.File, error) {
 }
 
 // openDB opens the existing state file at path. A missing file is reported
-// as an error satisfying errors.Is(err, fs.ErrNotExist).
-func openDB(ctx context.Context, path string, readOnly bool) (db *bolt.DB, err error) {
+// as an error satisfying errors.Is(err, fs.ErrNotExist). walk checks every
+// page in use first (see pageWalk): needed before a write, or a read of
+// every record; one lookup does without (see lookup).
+func openDB(ctx context.Context, path string, readOnly, walk bool) (db *bolt.DB, err error) {
 	timeout := fileLockTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -66,9 +68,11 @@ func openDB(ctx context.Context, path string, readOnly bool) (db *bolt.DB, err e
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	db, err = bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      timeout,
-		ReadOnly:     readOnly,
-		OpenFile:     openExisting,
+		Timeout:  timeout,
+		ReadOnly: readOnly,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			return openExisting(name, flag, perm, walk)
+		},
 		NoStatistics: true,
 	})
 	var damaged *damagedFileError
@@ -114,8 +118,17 @@ func guard(path string, f func() error) (err error) {
 // view runs fn in one read-only transaction on a read-only open of path.
 // found is false, with no error, when the file does not exist.
 func view(ctx context.Context, path string, fn func(*bolt.Tx) error) (found bool, err error) {
+	return viewFile(ctx, path, false, fn)
+}
+
+// viewAll is view for a transaction that reads every page.
+func viewAll(ctx context.Context, path string, fn func(*bolt.Tx) error) (found bool, err error) {
+	return viewFile(ctx, path, true, fn)
+}
+
+func viewFile(ctx context.Context, path string, walk bool, fn func(*bolt.Tx) error) (found bool, err error) {
 	defer func() { err = withFix(path, err) }()
-	db, err := openDB(ctx, path, true)
+	db, err := openDB(ctx, path, true, walk)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -134,7 +147,7 @@ var errNoChange = errors.New("no change")
 // as fs.ErrNotExist; errNoChange from fn is not an error.
 func update(ctx context.Context, path string, fn func(*bolt.Tx) error) (err error) {
 	defer func() { err = withFix(path, err) }()
-	db, err := openDB(ctx, path, false)
+	db, err := openDB(ctx, path, false, true)
 	if err != nil {
 		return err
 	}

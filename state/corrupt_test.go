@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -62,6 +63,10 @@ func TestUnusableFilesRefusedAndUntouched(t *testing.T) {
 		// recordLevel: one record is bad, the file is ours. Delete of that
 		// record still works (it is the way out), so it is not tried.
 		recordLevel bool
+		// pageLevel: a page that one lookup may not reach is bad. Reading
+		// everything and writing anything are refused; a lookup elsewhere
+		// (get, the lineage) may succeed, so it is not tried.
+		pageLevel bool
 	}{
 		{name: "empty file", make: write(nil), want: "the file is empty"},
 		{name: "a few random bytes", make: write(randomBytes(100)), want: "not a bbolt database"},
@@ -127,6 +132,12 @@ func TestUnusableFilesRefusedAndUntouched(t *testing.T) {
 		{name: "cut by one page", make: cut(func(used int64) int64 { return used - page }), want: "the file was cut short"},
 		{name: "cut by one byte", make: cut(func(used int64) int64 { return used - 1 }), want: "the file was cut short"},
 		{name: "cut in half", make: cut(func(used int64) int64 { return used / 2 }), want: "the file was cut short"},
+		// Right-sized, but a page refers outside itself: bbolt would read
+		// past its mapping, or copy gigabytes on the next write.
+		{name: "a value size past its page", make: patchPage(boltLeafPageFlag, 16+12, 4, 0x7fffffff), want: "element 0 lies outside the page", pageLevel: true},
+		{name: "a child page past the pages in use", make: patchPage(boltBranchPageFlag, 16+8, 8, 1<<40), want: "out of range", pageLevel: true},
+		{name: "a page claiming too many elements", make: patchPage(boltLeafPageFlag, 10, 2, 0xfffe), want: "more than it holds", pageLevel: true},
+		{name: "a free page that is in use", make: patchPage(boltFreelistPageFlag, 16, 8, 2), want: "out of range or in use", pageLevel: true},
 		{name: "record not JSON", make: putRaw(`not json{`), want: "invalid character", recordLevel: true},
 		{name: "record with an unknown field", make: putRaw(`{"schema_version":1,"address":"` + addr + `","bogus":true}`), want: `unknown field "bogus"`, recordLevel: true},
 		{name: "record without schema version", make: putRaw(`{"address":"` + addr + `"}`), want: "no schema_version field", recordLevel: true},
@@ -151,6 +162,11 @@ func TestUnusableFilesRefusedAndUntouched(t *testing.T) {
 			if !tt.recordLevel {
 				ops["delete"] = func() error { return s.Delete(ctx, addr) }
 				ops["expect lineage"] = func() error { return s.ExpectLineage(ctx, "", 0) }
+			}
+			if tt.pageLevel {
+				delete(ops, "get")
+				delete(ops, "expect lineage")
+				ops["put"] = func() error { return s.Put(ctx, sampleRecord(99)) }
 			}
 			for name, op := range ops {
 				err := op()
@@ -221,4 +237,41 @@ func boltUsedSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return size
+}
+
+// patchPage builds a state with branch pages, then writes v, width bytes
+// in the machine's byte order (as bbolt does), at offset off of the first
+// page of the given kind that has elements.
+func patchPage(flags uint16, off, width int, v uint64) func(t *testing.T, path string) {
+	return func(t *testing.T, path string) {
+		var recs []*Record
+		for i := range 30 {
+			recs = append(recs, sampleRecord(i))
+		}
+		newState(t, path, recs...)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ne := binary.NativeEndian
+		page := os.Getpagesize()
+		for at := 2 * page; at+page <= len(data); at += page {
+			if ne.Uint16(data[at+8:]) != flags || ne.Uint16(data[at+10:]) == 0 {
+				continue
+			}
+			switch width {
+			case 2:
+				ne.PutUint16(data[at+off:], uint16(v))
+			case 4:
+				ne.PutUint32(data[at+off:], uint32(v))
+			default:
+				ne.PutUint64(data[at+off:], v)
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Fatalf("no page with flags %#x and elements", flags)
+	}
 }

@@ -41,7 +41,11 @@ func readMeta(tx *bolt.Tx, path string) (meta, error) {
 		return corrupt(`no "sandboxes" bucket`)
 	}
 	var m meta
-	m.lineage = string(b.Get(keyLineage)) // string() copies out of the mmap
+	lineage := b.Get(keyLineage)
+	if err := checkSize(tx, path, lineage); err != nil {
+		return meta{}, err
+	}
+	m.lineage = string(lineage) // string() copies out of the mmap
 	if m.lineage == "" {
 		return corrupt("no lineage in the meta bucket")
 	}

@@ -96,7 +96,7 @@ func (s *Store) Inspect(ctx context.Context) (*Snapshot, error) {
 	}
 	snap := &Snapshot{Records: map[string]*Record{}}
 	var raw []rawRecord
-	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+	found, err := viewAll(ctx, s.path, func(tx *bolt.Tx) error {
 		m, err := readMeta(tx, s.path)
 		if err != nil {
 			return err
@@ -166,8 +166,8 @@ func (s *Store) Get(ctx context.Context, addr string) (*Record, error) {
 			return err
 		}
 		lineage = m.lineage
-		data, present = lookup(tx, addr)
-		return nil
+		data, present, err = lookup(tx, s.path, addr)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s from state: %w", addr, err)
@@ -188,13 +188,27 @@ func (s *Store) Get(ctx context.Context, addr string) (*Record, error) {
 
 // lookup returns a copy of the bytes stored at addr. present is true also
 // for a nested bucket at addr (data nil), which is damage, not absence.
-func lookup(tx *bolt.Tx, addr string) (data []byte, present bool) {
+func lookup(tx *bolt.Tx, path, addr string) (data []byte, present bool, err error) {
 	b := tx.Bucket(bucketSandboxes)
 	key := []byte(addr)
-	if v := b.Get(key); v != nil {
-		return bytes.Clone(v), true
+	v := b.Get(key)
+	if v == nil {
+		return nil, b.Bucket(key) != nil, nil
 	}
-	return nil, b.Bucket(key) != nil
+	if err := checkSize(tx, path, v); err != nil {
+		return nil, false, err
+	}
+	return bytes.Clone(v), true, nil
+}
+
+// checkSize refuses a value longer than the file's pages in use: only a
+// damaged page, which a lookup does not walk (see openDB), gives one, and
+// copying it would allocate up to 4 GiB before faulting.
+func checkSize(tx *bolt.Tx, path string, v []byte) error {
+	if int64(len(v)) > tx.Size() {
+		return &CorruptError{Path: path, Reason: fmt.Sprintf("its data is inconsistent: a %d-byte value in a file of %d bytes", len(v), tx.Size())}
+	}
+	return nil
 }
 
 // decode decodes the record stored at addr; names may be nil (see

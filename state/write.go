@@ -67,8 +67,8 @@ func (s *Store) write(ctx context.Context, addr string, data []byte) error {
 		if m, err = readMeta(tx, s.path); err != nil {
 			return err
 		}
-		old, present = lookup(tx, addr)
-		return nil
+		old, present, err = lookup(tx, s.path, addr)
+		return err
 	})
 	if err != nil {
 		return err
