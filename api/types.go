@@ -87,6 +87,10 @@ type Sandbox struct {
 	// their values (PREFIX: the request's, else the block's env_prefix,
 	// else SANDBOXER_). It holds secrets.
 	Env map[string]string `json:"env"`
+	// CA holds, per service that speaks TLS, the PEM of the sandbox's own
+	// CA: Env's SANDBOXER_<SVC>_CA names a file on the machine that ran
+	// sandboxer, which a client elsewhere cannot read.
+	CA map[string]string `json:"ca,omitempty"`
 	// ExpiresAt is nil for an instance without a ttl.
 	ExpiresAt *time.Time `json:"expires_at"`
 }
@@ -109,6 +113,12 @@ type Instance struct {
 	CreatedAt  time.Time         `json:"created_at"`
 	ExpiresAt  *time.Time        `json:"expires_at"`
 	OnDemand   bool              `json:"on_demand"`
+	// Networks are the user networks it joined, NetworkEndpoints maps a
+	// service to its name:port there, and Exposure says where its ports
+	// are published; all omitted for loopback without user networks.
+	Networks         []string          `json:"networks,omitempty"`
+	NetworkEndpoints map[string]string `json:"network_endpoints,omitempty"`
+	Exposure         string            `json:"exposure,omitempty"`
 }
 
 // ReleaseResult is POST /v1/release's answer. Released is false when

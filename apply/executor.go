@@ -274,6 +274,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Rec
 	gen := ch.PriorGeneration + 1
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
+		Networks: ch.After.Networks, Publish: ch.After.Publish(),
 		Database: ch.Database,
 	})
 	if err != nil {
@@ -287,6 +288,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Rec
 		Credentials: made.Credentials,
 		Resources:   made.Resources, CreatedAt: now, Generation: gen,
 		SeedDigest: ch.SeedDigest,
+		Reach:      ch.After.Reach(),
 	}
 	if ch.TTL > 0 {
 		rec.ExpiresAt = now.Add(ch.TTL)

@@ -44,6 +44,10 @@ type CreateRequest struct {
 	Generation int
 	// Features holds every service to run with the features to enable.
 	Features config.FeatureSet
+	// Networks are user networks the containers join besides their own;
+	// Publish is where their ports are published and whether with TLS.
+	Networks []string
+	Publish  config.Publish
 	// Database is the PostgreSQL database the handed-out role owns; ""
 	// means config.DefaultDatabase.
 	Database string

@@ -187,6 +187,11 @@ sandbox "s" {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := load(t, tt.src, Input{})
+			for _, in := range tt.want {
+				if in.Publish == (Publish{}) {
+					in.Publish = DefaultPublish() // no provider block: loopback
+				}
+			}
 			if diff := cmp.Diff(tt.want, cfg.Instances, ignoreRanges, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("instances (-want +got):\n%s", diff)
 			}
@@ -286,6 +291,7 @@ provider "docker" {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := load(t, tt.src, Input{})
+			tt.want.Publish = DefaultPublish()
 			if diff := cmp.Diff(tt.want, cfg.Provider, ignoreRanges); diff != "" {
 				t.Errorf("provider (-want +got):\n%s", diff)
 			}

@@ -23,6 +23,9 @@ type Config struct {
 	Sandboxes map[string]*Sandbox // blocks by name
 	Instances []*Instance         // expanded instances, sorted by address
 	Outputs   []*Output           // sorted by name
+	// NetworkRefs are the user networks named in provider and sandbox
+	// blocks, each where it is written, for the plan-time existence check.
+	NetworkRefs []NetworkRef
 }
 
 // Instance returns the desired instance with the given address.
@@ -50,6 +53,10 @@ type Provider struct {
 	Images    map[string]Image // service → image; every catalog service present
 	MemoryMB  int64            // per container memory limit
 	PidsLimit int64            // per container pids limit
+	// Networks are user networks every sandbox joins, sorted.
+	Networks []string
+	// Publish is where ports are published and how URLs name the host.
+	Publish   Publish
 	DeclRange hcl.Range
 }
 
@@ -108,6 +115,10 @@ type Instance struct {
 	Provision FeatureSet
 	TTL       time.Duration
 	OnDemand  bool
+	// Networks are the user networks the instance joins (provider's and
+	// its block's), sorted; Publish is the provider's exposure.
+	Networks []string
+	Publish  Publish
 	// Database is the PostgreSQL database the handed-out role owns:
 	// sandbox's, else project's; "" means DefaultDatabase (DatabaseName).
 	Database string

@@ -12,6 +12,11 @@ var providerBlockSchema = &hcl.BodySchema{
 		{Name: "host"},
 		{Name: "memory_mb"},
 		{Name: "pids_limit"},
+		// reach.go: user networks and where ports are published
+		{Name: "networks"},
+		{Name: "publish_address"},
+		{Name: "advertise_host"},
+		{Name: "tls"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "image", LabelNames: []string{"service"}}},
 }
@@ -46,7 +51,7 @@ func defaultImageRef(service string) string {
 // defaults, so Config.Provider is always set and names an image for every
 // catalog service.
 func (l *loader) decodeProvider(blocks hcl.Blocks) hcl.Diagnostics {
-	p := &Provider{Images: map[string]Image{}, MemoryMB: DefaultMemoryMB, PidsLimit: DefaultPidsLimit}
+	p := &Provider{Images: map[string]Image{}, MemoryMB: DefaultMemoryMB, PidsLimit: DefaultPidsLimit, Publish: DefaultPublish()}
 	l.cfg.Provider = p
 	var diags hcl.Diagnostics
 	for i, b := range blocks {
@@ -103,6 +108,12 @@ func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics 
 			p.PidsLimit = n
 		}
 	}
+	if attr, ok := content.Attributes["networks"]; ok {
+		nets, more := l.networkList(attr, sc)
+		diags = append(diags, more...)
+		p.Networks = nets
+	}
+	diags = append(diags, l.decodePublish(p, content, sc)...)
 	seen := map[string]hcl.Range{}
 	for _, ib := range content.Blocks {
 		svc := ib.Labels[0]

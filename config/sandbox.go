@@ -18,6 +18,7 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "ttl"},
 		{Name: "on_demand"},
 		{Name: "for_each"},
+		{Name: "networks"}, // reach.go
 		{Name: "database"},
 		{Name: "env_prefix"},
 		{Name: "seed_sql"},
@@ -191,6 +192,12 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		ttl, more = l.ttl(attr, sc)
 		diags = append(diags, more...)
 	}
+	networks := l.cfg.Provider.Networks
+	if attr, ok := content.Attributes["networks"]; ok {
+		own, more := l.instanceNetworks(attr, sc, addr)
+		diags = append(diags, more...)
+		networks = SortedUnique(append(slices.Clone(networks), own...))
+	}
 	var opted []string
 	if p != nil && checkOptIn {
 		opted = p.Services
@@ -212,6 +219,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  sb.OnDemand,
+		Networks:  networks,
+		Publish:   l.cfg.Provider.Publish,
 		Database:  or(fw.Database, p.Database),
 		EnvPrefix: or(fw.EnvPrefix, p.EnvPrefix),
 		Seed:      mergeSeed(data.Seed, p.Seed),

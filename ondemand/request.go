@@ -134,6 +134,8 @@ func (b *Broker) desired(t target, req Request) (*config.Instance, error) {
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  true,
+		Networks:  tmpl.Networks,
+		Publish:   tmpl.Publish,
 		Database:  tmpl.Database,
 		EnvPrefix: tmpl.EnvPrefix,
 		DeclRange: tmpl.DeclRange,

@@ -33,6 +33,14 @@ func NewResult(rec *state.Record, reused bool, prefix string) *Result {
 		ExtensionVersions:   rec.Versions(),
 		Env:                 rec.EnvMap(prefix),
 	}, Record: rec, Prefix: prefix}
+	for svc, c := range rec.Credentials {
+		if c.CA != "" {
+			if r.CA == nil {
+				r.CA = map[string]string{}
+			}
+			r.CA[svc] = c.CA
+		}
+	}
 	if r.AvailableExtensions == nil {
 		r.AvailableExtensions = map[string][]string{}
 	}

@@ -101,7 +101,7 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 		Seed: in.Seed, SeedDigest: in.Seed.Digest()}
 	if rec == nil {
 		c.Action, c.Reason = Create, ReasonNew
-		c.After = &Sandbox{Services: in.Provision.Services(), Features: in.Provision}
+		c.After = desiredSandbox(in)
 		return c
 	}
 	cached := recordSandbox(rec)
@@ -110,14 +110,19 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 		// A dead instance is evicted: its replacement starts from the
 		// configuration, not from what the dead one held.
 		c.Action, c.Reason, c.Evict, c.Detail = Create, ReasonDead, true, o.Detail
-		c.After = &Sandbox{Services: in.Provision.Services(), Features: in.Provision}
+		c.After = desiredSandbox(in)
 		return c
 	}
 	c.Before = cached
 	union := cached.Features.Union(in.Provision)
 	replaceWith := func(r Reason) *Change {
 		c.Action, c.Reason = CreateThenDelete, r
-		c.After = &Sandbox{Services: union.Services(), Features: union}
+		c.After = &Sandbox{Services: union.Services(), Features: union,
+			// Networks are what the configuration names, not a union
+			// with the cache's: one dropped from it may be gone from the
+			// engine, and joining it would fail every replacement.
+			Networks: in.Networks,
+			Exposure: exposure(in.Publish)}
 		// Data carried from an instance seeded differently would undo
 		// the new seed, so a changed seed always starts afresh.
 		c.CarryData = (in.CarryData || opts.CarryData) && rec.SeedDigest == c.SeedDigest
@@ -148,6 +153,13 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 	}
 	if rec.SeedDigest != c.SeedDigest {
 		return replaceWith(ReasonSeedChanged)
+	}
+	if missing := missingServices(cached.Networks, in.Networks); len(missing) > 0 {
+		c.MissingNetworks = missing
+		return replaceWith(ReasonNetworkSuperset)
+	}
+	if !sameExposure(cached.Exposure, exposure(in.Publish)) {
+		return replaceWith(ReasonExposureChanged)
 	}
 	c.Action, c.Reason = NoOp, ReasonCachedSuperset
 	c.After = cached
@@ -195,7 +207,7 @@ func recordSandbox(rec *state.Record) *Sandbox {
 		fs[svc] = rec.Features[svc]
 	}
 	fs = fs.Normalize()
-	return &Sandbox{Services: fs.Services(), Features: fs}
+	return &Sandbox{Services: fs.Services(), Features: fs, Networks: rec.Reach.Networks, Exposure: recordExposure(rec.Reach)}
 }
 
 // Expired reports whether a record's TTL has run out at now.

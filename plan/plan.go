@@ -43,6 +43,12 @@ const (
 	ReasonExpired          Reason = "expired"
 	ReasonReplaceByRequest Reason = "replace_by_request"
 	ReasonNoConfig         Reason = "no_config"
+	// ReasonNetworkSuperset: the configuration names a user network the
+	// cached instance did not join (reach.go).
+	ReasonNetworkSuperset Reason = "network_superset"
+	// ReasonExposureChanged: the publish address, advertised host or TLS
+	// setting differs from the cached instance's.
+	ReasonExposureChanged Reason = "exposure_changed"
 	// ReasonDatabaseChanged: the configuration names another PostgreSQL
 	// database than the cached sandbox's role owns. A rename in place would
 	// break every connection string already handed out just the same, so
@@ -62,6 +68,11 @@ const (
 type Sandbox struct {
 	Services []string          `json:"services"`
 	Features config.FeatureSet `json:"features"`
+	// Networks are the user networks the instance joins; omitted when none.
+	Networks []string `json:"networks,omitempty"`
+	// Exposure is where its ports are published; omitted (nil) for the
+	// default, 127.0.0.1 without TLS.
+	Exposure *config.Publish `json:"exposure,omitempty"`
 }
 
 // Change is the planned action for one instance.
@@ -78,6 +89,9 @@ type Change struct {
 	// service_superset or feature_superset replace.
 	MissingServices []string
 	MissingFeatures config.FeatureSet
+	// MissingNetworks are the user networks the cache has not joined, for
+	// a network_superset replace.
+	MissingNetworks []string
 	// Requested is what the configuration asks of the instance, to explain
 	// a reuse ("cache covers request").
 	Requested config.FeatureSet

@@ -16,6 +16,12 @@ const (
 	AttrUser     = "user"
 	AttrPassword = "password"
 	AttrDatabase = "database"
+	// The in-network endpoint, when the instance joined user networks, and
+	// the CA file, when it speaks TLS (README: Reach).
+	AttrNetworkURL  = "network_url"
+	AttrNetworkHost = "network_host"
+	AttrNetworkPort = "network_port"
+	AttrCA          = "ca"
 )
 
 // DefaultEnvPrefix starts every exported variable unless a prefix is chosen.
@@ -37,8 +43,12 @@ type Attribute struct {
 // may lack some of them (redis has no database).
 func CredentialAttributes() []Attribute {
 	return []Attribute{
+		{Name: AttrCA, EnvSuffix: "CA"},
 		{Name: AttrDatabase, EnvSuffix: "DB"},
 		{Name: AttrHost, EnvSuffix: "HOST"},
+		{Name: AttrNetworkHost, EnvSuffix: "NETWORK_HOST"},
+		{Name: AttrNetworkPort, EnvSuffix: "NETWORK_PORT", Number: true},
+		{Name: AttrNetworkURL, EnvSuffix: "NETWORK_URL", Secret: true},
 		{Name: AttrPassword, EnvSuffix: "PASSWORD", Secret: true},
 		{Name: AttrPort, EnvSuffix: "PORT", Number: true},
 		{Name: AttrURL, EnvSuffix: "URL", Secret: true},
@@ -58,6 +68,14 @@ func (c Credentials) Attributes(service string) map[string]string {
 	}
 	if c.Database != "" {
 		attrs[AttrDatabase] = c.Database
+	}
+	if c.NetworkHost != "" {
+		attrs[AttrNetworkURL] = c.NetworkURL(service)
+		attrs[AttrNetworkHost] = c.NetworkHost
+		attrs[AttrNetworkPort] = strconv.Itoa(c.NetworkPort)
+	}
+	if c.CAFile != "" {
+		attrs[AttrCA] = c.CAFile
 	}
 	return attrs
 }

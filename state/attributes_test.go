@@ -56,7 +56,9 @@ func TestAttributesAreInTheTable(t *testing.T) {
 	for _, a := range CredentialAttributes() {
 		known[a.Name] = true
 	}
-	c := Credentials{Host: "h", Port: 1, User: "u", Password: "p", Database: "d"}
+	// Every optional attribute set: on a user network, with TLS.
+	c := Credentials{Host: "h", Port: 1, User: "u", Password: "p", Database: "d",
+		NetworkHost: "n", NetworkPort: 5432, CA: "pem", CAFile: "/ca.pem"}
 	for name := range c.Attributes("postgres") {
 		if !known[name] {
 			t.Errorf("attribute %q is not in CredentialAttributes", name)
@@ -64,5 +66,45 @@ func TestAttributesAreInTheTable(t *testing.T) {
 	}
 	if len(c.Attributes("postgres")) != len(known) {
 		t.Errorf("postgres reports %d attributes, the table has %d", len(c.Attributes("postgres")), len(known))
+	}
+}
+
+// The in-network endpoint and the CA file are handed out only when the
+// instance has them, and URLs follow TLS.
+func TestReachAttributes(t *testing.T) {
+	plain := Credentials{Host: "127.0.0.1", Port: 40000, User: "app", Password: "pw", Database: "app"}
+	if a := plain.Attributes("postgres"); a[AttrNetworkURL] != "" || a[AttrCA] != "" || a[AttrURL] != "postgres://app:pw@127.0.0.1:40000/app?sslmode=disable" {
+		t.Errorf("plain: %v", a)
+	}
+	reach := plain
+	reach.NetworkHost, reach.NetworkPort = "sbx-x-g1-postgres", 5432
+	reach.CA, reach.CAFile = "pem", "/w/.sandboxer/ca/a&b.ca.pem"
+	want := map[string]string{
+		AttrURL:         "postgres://app:pw@127.0.0.1:40000/app?sslmode=verify-full&sslrootcert=/w/.sandboxer/ca/a%26b.ca.pem",
+		AttrNetworkURL:  "postgres://app:pw@sbx-x-g1-postgres:5432/app?sslmode=verify-full&sslrootcert=/w/.sandboxer/ca/a%26b.ca.pem",
+		AttrNetworkHost: "sbx-x-g1-postgres",
+		AttrNetworkPort: "5432",
+		AttrCA:          "/w/.sandboxer/ca/a&b.ca.pem",
+	}
+	got := reach.Attributes("postgres")
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	r := reach
+	r.NetworkPort = 6379
+	if u := r.Attributes("redis")[AttrNetworkURL]; u != "rediss://app:pw@sbx-x-g1-postgres:6379/0" {
+		t.Errorf("redis network URL = %q", u)
+	}
+	rec := &Record{Credentials: map[string]Credentials{"redis": r}}
+	m := rec.EnvMap("")
+	if m["SANDBOXER_REDIS_NETWORK_PORT"] != "6379" || m["SANDBOXER_REDIS_CA"] != r.CAFile || m["SANDBOXER_REDIS_URL"] == "" {
+		t.Errorf("env: %v", m)
+	}
+	for _, v := range rec.Env("") {
+		if v.Name == "SANDBOXER_REDIS_NETWORK_URL" && !v.Secret {
+			t.Error("the network URL is not marked secret")
+		}
 	}
 }

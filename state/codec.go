@@ -31,12 +31,11 @@ type upgradeStep struct {
 	apply func(obj map[string]json.RawMessage) error
 }
 
-// recordUpgrades is the production chain, one step per SchemaVersion bump
-// (the first entry would be {from: 1, apply: upgradeV1ToV2}). Version 1 is
-// the first layout ever written, so there is nothing to upgrade yet. It is a
-// function rather than a variable so that nothing can change it at run time.
+// recordUpgrades is the production chain, one step per SchemaVersion bump.
+// It is a function rather than a variable so that nothing can change it at
+// run time.
 func recordUpgrades() []upgradeStep {
-	return []upgradeStep{{from: 1, apply: upgradeV1ToV2}}
+	return []upgradeStep{{from: 1, apply: upgradeV1ToV2}, {from: 2, apply: upgradeV2ToV3}}
 }
 
 // upgradeV1ToV2: version 2 added seed_digest. A version 1 record was
@@ -132,6 +131,17 @@ func decodeRecord(data []byte, current int, steps []upgradeStep, names *interner
 		}
 		return sr.Record, nil
 	}
+}
+
+// upgradeV2ToV3 records what every earlier instance was: published on
+// 127.0.0.1 without TLS, on no user network. The new credential fields
+// (network endpoint, CA) stay absent, which is what they mean for it.
+func upgradeV2ToV3(obj map[string]json.RawMessage) error {
+	if _, ok := obj["reach"]; ok {
+		return errors.New(`version 2 record already has a "reach" field`)
+	}
+	obj["reach"] = json.RawMessage(`{"publish_address":"127.0.0.1","advertise_host":"127.0.0.1"}`)
+	return nil
 }
 
 func decodeStrict(data []byte) (storedRecord, error) {

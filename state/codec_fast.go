@@ -62,6 +62,9 @@ func decodeCurrent(data []byte, names *interner) (rec *Record, ok bool) {
 		case "generation":
 			fields.once(r, 11)
 			rec.Generation = r.int()
+		case "reach":
+			fields.once(r, 14)
+			rec.Reach = r.reach()
 		case "seed_digest":
 			fields.once(r, 13)
 			rec.SeedDigest = r.str()
@@ -118,11 +121,47 @@ func (r *reader) credentials() Credentials {
 		case "admin_password":
 			fields.once(r, 6)
 			c.AdminPassword = Secret(r.str())
+		case "network_host":
+			fields.once(r, 7)
+			c.NetworkHost = r.name()
+		case "network_port":
+			fields.once(r, 8)
+			c.NetworkPort = r.int()
+		case "ca":
+			fields.once(r, 9)
+			c.CA = r.str()
+		case "ca_file":
+			fields.once(r, 10)
+			c.CAFile = r.str()
 		default:
 			r.fail()
 		}
 	})
 	return c
+}
+
+func (r *reader) reach() Reach {
+	var re Reach
+	var fields bitset
+	r.object(func(key []byte) {
+		switch string(key[1 : len(key)-1]) {
+		case "networks":
+			fields.once(r, 0)
+			re.Networks = r.names()
+		case "publish_address":
+			fields.once(r, 1)
+			re.PublishAddress = r.name()
+		case "advertise_host":
+			fields.once(r, 2)
+			re.AdvertiseHost = r.name()
+		case "tls":
+			fields.once(r, 3)
+			re.TLS = r.bool()
+		default:
+			r.fail()
+		}
+	})
+	return re
 }
 
 func (r *reader) resources() Resources {

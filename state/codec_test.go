@@ -42,7 +42,11 @@ func upgradeV0ToV1(obj map[string]json.RawMessage) error {
 	return nil
 }
 
-var testSteps = []upgradeStep{{from: 0, apply: upgradeV0ToV1}}
+// testSteps is the synthetic v0 step followed by the production chain.
+var testSteps = append([]upgradeStep{{from: 0, apply: upgradeV0ToV1}}, recordUpgrades()...)
+
+// v1Reach is what upgradeV2ToV3 gives every earlier record.
+var v1Reach = Reach{PublishAddress: "127.0.0.1", AdvertiseHost: "127.0.0.1"}
 
 func TestDecodeRecordUpgradeChain(t *testing.T) {
 	current, err := encodeRecord(sampleRecord(3))
@@ -66,19 +70,42 @@ func TestDecodeRecordUpgradeChain(t *testing.T) {
 				Services:    []string{"postgres"},
 				Credentials: map[string]Credentials{"postgres": {Host: "127.0.0.1", Port: 5432, Password: "pw"}},
 				CreatedAt:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+				Reach:       v1Reach,
+			},
+		},
+		{
+			name: "v1 as the previous build wrote it", steps: recordUpgrades(),
+			data: `{"schema_version":1,"address":"sandbox.ci","project":"p","services":["redis"],"features":{"redis":[]},"credentials":{"redis":{"host":"127.0.0.1","port":32768,"user":"app","password":"pw"}},"resources":{"network":"n1","containers":{"redis":"c1"}},"created_at":"2026-01-01T00:00:00Z","generation":3}`,
+			want: &Record{
+				Address: "sandbox.ci", Project: "p", Services: []string{"redis"}, Features: map[string][]string{"redis": {}},
+				Credentials: map[string]Credentials{"redis": {Host: "127.0.0.1", Port: 32768, User: "app", Password: "pw"}},
+				Resources:   Resources{Network: "n1", Containers: map[string]string{"redis": "c1"}},
+				CreatedAt:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Generation: 3,
+				Reach: v1Reach,
+			},
+		},
+		{name: "v2 with a reach field", data: `{"schema_version":2,"address":"a","reach":{}}`, steps: recordUpgrades(), wantErr: `version 2 record already has a "reach" field`},
+		{
+			name: "v2 as the previous build wrote it", steps: recordUpgrades(),
+			data: `{"schema_version":2,"address":"sandbox.ci","project":"p","services":["redis"],"credentials":{"redis":{"host":"127.0.0.1","port":32768,"user":"app","password":"pw"}},"resources":{},"created_at":"2026-01-01T00:00:00Z","generation":1,"seed_digest":"sha256:ab"}`,
+			want: &Record{
+				Address: "sandbox.ci", Project: "p", Services: []string{"redis"},
+				Credentials: map[string]Credentials{"redis": {Host: "127.0.0.1", Port: 32768, User: "app", Password: "pw"}},
+				CreatedAt:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Generation: 1, SeedDigest: "sha256:ab",
+				Reach: v1Reach,
 			},
 		},
 		{name: "no step for v0", data: v0, wantErr: "no upgrade from schema version 0 to 1"},
 		{name: "step fails", data: `{"schema_version":0,"address":"a"}`, steps: testSteps, wantErr: "upgrade schema version 0 to 1: no service"},
-		{name: "future version", data: `{"schema_version":3,"address":"a","new_field":1}`, wantErr: "schema version 3, written by a newer sandboxer"},
+		{name: "future version", data: `{"schema_version":4,"address":"a","new_field":1}`, wantErr: "schema version 4, written by a newer sandboxer"},
 		{name: "no version", data: `{"address":"a"}`, wantErr: "no schema_version field"},
-		{name: "unknown field at current version", data: `{"schema_version":2,"address":"a","bogus":1}`, wantErr: `unknown field "bogus"`},
-		{name: "trailing data", data: `{"schema_version":2,"address":"a"} {}`, wantErr: "after top-level value"},
+		{name: "unknown field at current version", data: `{"schema_version":3,"address":"a","bogus":1}`, wantErr: `unknown field "bogus"`},
+		{name: "trailing data", data: `{"schema_version":3,"address":"a"} {}`, wantErr: "after top-level value"},
 		{name: "not JSON", data: `garbage`, wantErr: "invalid character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeRecord([]byte(tt.data), SchemaVersion, append(tt.steps, recordUpgrades()...), nil)
+			got, err := decodeRecord([]byte(tt.data), SchemaVersion, tt.steps, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -99,7 +126,7 @@ func TestDecodeRecordUpgradeChain(t *testing.T) {
 // equal, and is stable: re-encoding it gives the same bytes.
 func TestUpgradedRecordRoundTrip(t *testing.T) {
 	v0 := `{"schema_version":0,"address":"sandbox.old","project":"p","service":"redis","port":6379,"password":"pw","created_unix":1767225600}`
-	rec, err := decodeRecord([]byte(v0), SchemaVersion, append(testSteps, recordUpgrades()...), nil)
+	rec, err := decodeRecord([]byte(v0), SchemaVersion, testSteps, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +134,8 @@ func TestUpgradedRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(data), `{"schema_version":2,`) {
-		t.Errorf("written record not stamped with version 2: %s", data)
+	if !strings.HasPrefix(string(data), fmt.Sprintf(`{"schema_version":%d,`, SchemaVersion)) {
+		t.Errorf("written record not stamped with version %d: %s", SchemaVersion, data)
 	}
 	again, err := decodeRecord(data, SchemaVersion, nil, nil)
 	if err != nil {
@@ -166,14 +193,14 @@ func TestFutureSchemaRefused(t *testing.T) {
 			name: "record from a newer sandboxer",
 			tamper: func(tx *bolt.Tx) error {
 				return tx.Bucket(bucketSandboxes).Put([]byte(addr),
-					[]byte(`{"schema_version":3,"address":"`+addr+`","replicas":3}`))
+					[]byte(fmt.Sprintf(`{"schema_version":%d,"address":"%s","replicas":3}`, SchemaVersion+1, addr)))
 			},
 			wantAddr: addr,
 		},
 		{
 			name: "file from a newer sandboxer",
 			tamper: func(tx *bolt.Tx) error {
-				return putUint64(tx.Bucket(bucketMeta), keySchemaVersion, 3)
+				return putUint64(tx.Bucket(bucketMeta), keySchemaVersion, SchemaVersion+1)
 			},
 		},
 	}
@@ -196,7 +223,7 @@ func TestFutureSchemaRefused(t *testing.T) {
 				if !errors.As(err, &fe) {
 					t.Fatalf("%s: err = %v, want a *FutureSchemaError", name, err)
 				}
-				if fe.Version != 3 || fe.Supported != SchemaVersion || fe.Address != tt.wantAddr || fe.Path != path {
+				if fe.Version != SchemaVersion+1 || fe.Supported != SchemaVersion || fe.Address != tt.wantAddr || fe.Path != path {
 					t.Errorf("%s: %+v", name, fe)
 				}
 				if msg := err.Error(); !strings.Contains(msg, "written by a newer sandboxer") || !strings.Contains(msg, path) {

@@ -7,7 +7,9 @@ import (
 )
 
 // SchemaVersion is the version of the record layout this build writes.
-const SchemaVersion = 2
+// Version 2 added SeedDigest, version 3 Reach and the network and TLS
+// fields of Credentials (see upgradeV2ToV3).
+const SchemaVersion = 3
 
 // Record is one provisioned sandbox instance as kept in state.
 type Record struct {
@@ -28,7 +30,10 @@ type Record struct {
 	// secrets.
 	Credentials map[string]Credentials `json:"credentials,omitempty"`
 	Resources   Resources              `json:"resources"`
-	CreatedAt   time.Time              `json:"created_at"`
+	// Reach is how the instance can be reached: the user networks it
+	// joined and where its ports are published.
+	Reach     Reach     `json:"reach"`
+	CreatedAt time.Time `json:"created_at"`
 	// ExpiresAt is zero when the instance never expires.
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	Generation int       `json:"generation"`
@@ -49,6 +54,28 @@ type Credentials struct {
 	// probing) and are never exported.
 	AdminUser     string `json:"admin_user,omitempty"`
 	AdminPassword Secret `json:"admin_password,omitempty"`
+	// NetworkHost and NetworkPort are the endpoint on the instance's user
+	// networks (the container's DNS name there and the container port);
+	// empty when it joined none.
+	NetworkHost string `json:"network_host,omitempty"`
+	NetworkPort int    `json:"network_port,omitempty"`
+	// CA is the PEM certificate of the instance's own CA when the service
+	// speaks TLS, and CAFile where a copy of it was written for clients
+	// (sslrootcert, --cacert). Neither is secret.
+	CA     string `json:"ca,omitempty"`
+	CAFile string `json:"ca_file,omitempty"`
+}
+
+// Reach is how an instance can be reached besides its credentials.
+type Reach struct {
+	// Networks are the user networks the containers joined, sorted.
+	Networks []string `json:"networks,omitempty"`
+	// PublishAddress is the host IP ports are bound on, AdvertiseHost the
+	// host handed-out URLs name, TLS whether both services require TLS.
+	// Empty addresses mean 127.0.0.1 (records made before they existed).
+	PublishAddress string `json:"publish_address,omitempty"`
+	AdvertiseHost  string `json:"advertise_host,omitempty"`
+	TLS            bool   `json:"tls,omitempty"`
 }
 
 // Resources identify what the provider created, so it can be found again;

@@ -5,27 +5,61 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // URL is the connection URL for a service's handed-out credentials. It
 // contains the password: only env and output may print it.
 func (c Credentials) URL(service string) string {
+	return c.endpointURL(service, c.Host, c.Port)
+}
+
+// NetworkURL is URL for the endpoint on the instance's user networks, ""
+// when it joined none.
+func (c Credentials) NetworkURL(service string) string {
+	if c.NetworkHost == "" {
+		return ""
+	}
+	return c.endpointURL(service, c.NetworkHost, c.NetworkPort)
+}
+
+// endpointURL builds the URL for one endpoint. With TLS, PostgreSQL URLs
+// ask libpq and pgx to verify the server against the instance's CA file
+// (sslmode=verify-full) and Redis URLs use the rediss scheme; Redis
+// clients take the CA from SANDBOXER_REDIS_CA (redis-cli --cacert).
+func (c Credentials) endpointURL(service, host string, port int) string {
 	u := url.URL{
 		User: url.UserPassword(c.User, c.Password.Reveal()),
-		Host: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)),
+		Host: net.JoinHostPort(host, strconv.Itoa(port)),
 	}
 	switch service {
 	case "postgres":
 		u.Scheme = "postgres"
 		u.Path = "/" + c.Database
 		u.RawQuery = "sslmode=disable"
+		if c.CA != "" {
+			u.RawQuery = "sslmode=verify-full"
+			if c.CAFile != "" {
+				u.RawQuery += "&sslrootcert=" + queryPath(c.CAFile)
+			}
+		}
 	case "redis":
 		u.Scheme = "redis"
+		if c.CA != "" {
+			u.Scheme = "rediss"
+		}
 		u.Path = "/0"
 	default:
 		u.Scheme = service
 	}
 	return u.String()
+}
+
+// queryPath escapes a file path for a query value, keeping its slashes
+// readable.
+func queryPath(p string) string {
+	escaped := (&url.URL{Path: p}).EscapedPath()
+	return strings.NewReplacer("&", "%26", "=", "%3D", "+", "%2B").Replace(escaped)
 }
 
 // String hides the password when credentials are printed by mistake.

@@ -87,6 +87,10 @@ func replaceWhy(ch *plan.Change) string {
 		return "its TTL has expired"
 	case plan.ReasonReplaceByRequest:
 		return "replacement was requested with --replace"
+	case plan.ReasonNetworkSuperset:
+		return listPhrase("network", "networks", ch.MissingNetworks) + notJoined(len(ch.MissingNetworks))
+	case plan.ReasonExposureChanged:
+		return fmt.Sprintf("it is %s, the configuration asks for %s", exposureText(ch.Before), exposureText(ch.After))
 	case plan.ReasonDatabaseChanged:
 		return fmt.Sprintf("postgres database %q is now named %q", ch.PriorDatabase, databaseName(ch.Database))
 	case plan.ReasonSeedChanged:
@@ -135,7 +139,7 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 		for _, svc := range ch.After.Features.Services() {
 			lines = append(lines, fmt.Sprintf("      %s %-*s = %s", c.Green("+"), w, svc, listText(ch.After.Features[svc])))
 		}
-		return append(lines, "    }")
+		return append(append(lines, reachCreateLines(ch.After, c)...), "    }")
 	case plan.CreateThenDelete:
 		lines := []string{c.Red("-/") + c.Green("+") + " " + name + " {"}
 		svcs := ch.After.Features.Services()
@@ -150,6 +154,7 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 				lines = append(lines, fmt.Sprintf("      %s %-*s = %s -> %s %s", c.Yellow("~"), w, svc, listText(before), listText(after), c.Red("# forces replacement")))
 			}
 		}
+		lines = append(lines, reachReplaceLines(ch.Before, ch.After, w, c)...)
 		if ch.PriorDatabase != "" && ch.PriorDatabase != databaseName(ch.Database) {
 			lines = append(lines, fmt.Sprintf("      %s %-*s = %q -> %q %s", c.Yellow("~"), w, "database", ch.PriorDatabase, databaseName(ch.Database), c.Red("# forces replacement")))
 		}

@@ -35,6 +35,7 @@ func RecordText(w io.Writer, r *state.Record) {
 	} else {
 		fmt.Fprintf(w, "  expires_at  = %s\n", r.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	reachText(w, r)
 	for _, svc := range r.Services {
 		fmt.Fprintf(w, "  %s {\n", svc)
 		fmt.Fprintf(w, "    features             = %s\n", listText(r.Features[svc]))
@@ -46,6 +47,7 @@ func RecordText(w io.Writer, r *state.Record) {
 		}
 		if c, ok := r.Credentials[svc]; ok {
 			fmt.Fprintf(w, "    endpoint             = %q\n", fmt.Sprintf("%s:%d", c.Host, c.Port))
+			serviceReachText(w, c)
 			fmt.Fprintf(w, "    user                 = %q\n", c.User)
 			fmt.Fprintln(w, "    password             = (sensitive)")
 			if c.Database != "" {
@@ -104,6 +106,7 @@ func NewJSONInstance(r *state.Record) JSONInstance {
 		t := r.ExpiresAt.UTC()
 		ji.ExpiresAt = &t
 	}
+	addReach(&ji, r)
 	return ji
 }
 

@@ -76,8 +76,12 @@ func cmdRedisCheck(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 1 {
 		ts.Fatalf("usage: redischeck ENVJSON [CMD...]")
 	}
-	opts, err := redis.ParseURL(envFile(ts, args[0])["SANDBOXER_REDIS_URL"])
+	env := envFile(ts, args[0])
+	opts, err := redis.ParseURL(env["SANDBOXER_REDIS_URL"])
 	ts.Check(err)
+	if pool := caPool(ts, env, "redis"); pool != nil && opts.TLSConfig != nil {
+		opts.TLSConfig.RootCAs = pool // rediss://: trust the sandbox's CA
+	}
 	opts.MaxRetries = -1
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -62,12 +62,12 @@ func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.I
 		return plan.ImageCapabilities{}, err
 	}
 	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
-		return redisPing(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword)
+		return redisPing(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
 	})
 	if err != nil {
 		return plan.ImageCapabilities{}, fmt.Errorf("redis-server of image %s did not start: %w", ref, err)
 	}
-	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
+	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
 	defer admin.Close()
 	ic := plan.ImageCapabilities{Features: map[string]string{},
 		Hint: `set provider "docker" { image "redis" { modules = { FEATURE = "/path/to/module.so" } } } to a module the image has, or use an image that bundles it (redis:8)`}

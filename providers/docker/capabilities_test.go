@@ -160,7 +160,7 @@ func TestCreateTimescaleDB(t *testing.T) {
 		t.Errorf("no timescaledb version recorded: %v", made.ExtensionVersions)
 	}
 	c := made.Credentials["postgres"]
-	conn, err := pgConnect(ctx, c.Host, c.Port, c.User, c.Password, c.Database)
+	conn, err := pgConnect(ctx, c.Host, c.Port, c.User, c.Password, c.Database, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

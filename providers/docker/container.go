@@ -10,7 +10,8 @@ import (
 	"github.com/docker/go-connections/nat"
 )
 
-// loopback is the only host address ports are published on.
+// loopback is the host address ports are published on unless the provider
+// says otherwise (publish_address).
 const loopback = "127.0.0.1"
 
 // containerSpec is what differs between services; everything else about a
@@ -37,7 +38,7 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 		Labels:       serviceLabels(b.req.Address, b.req.Lineage, b.req.Generation, spec.Service),
 	}
 	host := &container.HostConfig{
-		PortBindings: nat.PortMap{spec.Port: []nat.PortBinding{{HostIP: loopback, HostPort: ""}}},
+		PortBindings: nat.PortMap{spec.Port: []nat.PortBinding{{HostIP: publishAddress(b), HostPort: ""}}},
 		Privileged:   false,
 		SecurityOpt:  []string{"no-new-privileges"},
 		Tmpfs:        spec.Tmpfs,
@@ -81,6 +82,9 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 // after it begin (see startRank), and returns the host port the engine
 // picked for port.
 func (p *Provider) startContainer(ctx context.Context, b *build, service, id, name string, port nat.Port) (int, error) {
+	if err := p.attachUserNetworks(ctx, b, id, name); err != nil {
+		return 0, err
+	}
 	err := p.onNetwork(ctx, b, func() error {
 		return p.cli.ContainerStart(ctx, id, container.StartOptions{})
 	})
@@ -92,9 +96,10 @@ func (p *Provider) startContainer(ctx context.Context, b *build, service, id, na
 	if err != nil {
 		return 0, p.engineErr("inspect container "+name, err)
 	}
+	publishAddr := publishAddress(b)
 	if ci.NetworkSettings != nil {
 		for _, b := range ci.NetworkSettings.Ports[port] {
-			if b.HostIP == loopback && b.HostPort != "" {
+			if b.HostIP == publishAddr && b.HostPort != "" {
 				return strconv.Atoi(b.HostPort)
 			}
 		}

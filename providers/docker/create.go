@@ -22,6 +22,7 @@ type build struct {
 	// pgVerifier is the SCRAM verifier of the postgres app password, for
 	// the init script (pginit.go).
 	pgVerifier string
+	reach      *buildReach // reach.go: TLS material and CA file
 
 	mu         sync.Mutex
 	netID      string            // the lineage's network (see onNetwork)
@@ -72,6 +73,9 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 	}
 	creds, err := p.newCredentials(req.Features.Services(), req.Database)
 	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", req.Address, err)
+	}
+	if err := p.prepareReach(ctx, b, creds); err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
 	for _, c := range creds {
@@ -203,6 +207,7 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 		errs = append(errs, p.removeContainer(cctx, id))
 	}
 	errs = append(errs, p.sweep(cctx, b.req.Address, b.req.Lineage, b.req.Generation))
+	errs = append(errs, b.reach.cleanup())
 	errs = append(errs, p.removeNetworkIfUnused(cctx, b.req.Lineage))
 	return errors.Join(errs...)
 }
@@ -233,6 +238,9 @@ func (p *Provider) validate(req apply.CreateRequest) error {
 		if _, err := p.image(svc); err != nil {
 			return err
 		}
+	}
+	if req.Publish.TLS && p.CADir == "" {
+		return errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 	})
 
 	t.Run("postgres app role", func(t *testing.T) {
-		conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database)
+		conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
 		if err != nil {
 			t.Fatalf("connect as app: %v", err)
 		}
@@ -146,10 +146,10 @@ func TestCreatePostgresRedis(t *testing.T) {
 
 	t.Run("postgres admin is not handed out", func(t *testing.T) {
 		// The admin exists and works, but only sandboxer has it.
-		if err := pgPing(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres"); err != nil {
+		if err := pgPing(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil); err != nil {
 			t.Errorf("admin login: %v", err)
 		}
-		if err := pgPing(ctx, pg.Host, pg.Port, pg.AdminUser, pg.Password, "postgres"); err == nil {
+		if err := pgPing(ctx, pg.Host, pg.Port, pg.AdminUser, pg.Password, "postgres", nil); err == nil {
 			t.Error("admin accepts the app password")
 		}
 	})
@@ -167,7 +167,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 	})
 
 	t.Run("redis app user", func(t *testing.T) {
-		rdb := redisClient(rd.Host, rd.Port, rd.User, rd.Password)
+		rdb := redisClient(rd.Host, rd.Port, rd.User, rd.Password, nil)
 		defer rdb.Close()
 		if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
 			t.Fatalf("SET: %v", err)
@@ -207,7 +207,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 			}
 		}
 		// The denial comes from the ACL, not only from the disabled commands.
-		admin := redisClient(rd.Host, rd.Port, rd.AdminUser, rd.AdminPassword)
+		admin := redisClient(rd.Host, rd.Port, rd.AdminUser, rd.AdminPassword, nil)
 		defer admin.Close()
 		for _, cmd := range [][]any{{"MODULE", "LOAD", "x"}, {"CONFIG", "SET", "maxmemory", "1"}, {"DEBUG", "SLEEP", "0"}} {
 			reply, err := admin.Do(ctx, append([]any{"ACL", "DRYRUN", rd.User}, cmd...)...).Text()
@@ -234,7 +234,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 			t.Log("search module has neither FT.DEBUG nor FT.CONFIG")
 		}
 		// The default user is off: no unauthenticated access.
-		anon := redisClient(rd.Host, rd.Port, "", "")
+		anon := redisClient(rd.Host, rd.Port, "", "", nil)
 		defer anon.Close()
 		if err := anon.Ping(ctx).Err(); err == nil {
 			t.Error("PING without AUTH succeeded")

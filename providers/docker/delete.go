@@ -98,6 +98,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 			errs = append(errs, fmt.Errorf("lineage network: %w", err))
 		}
 	}
+	errs = append(errs, removeCAFiles(rec))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete %s: %w", rec.Address, err)
 	}

@@ -127,7 +127,7 @@ func TestFrameworkDatabases(t *testing.T) {
 // test.
 func connectAs(t *testing.T, pg state.Credentials, db string) *pgx.Conn {
 	t.Helper()
-	conn, err := pgConnect(context.Background(), pg.Host, pg.Port, pg.User, pg.Password, db)
+	conn, err := pgConnect(context.Background(), pg.Host, pg.Port, pg.User, pg.Password, db, nil)
 	if err != nil {
 		t.Fatalf("connect as %s to %s: %v", pg.User, db, err)
 	}

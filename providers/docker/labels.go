@@ -154,6 +154,9 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
 		switch m.Kind {
 		case KindContainer:
 			err = p.removeContainer(ctx, m.ID)
+			if err == nil {
+				err = p.removeOrphanCAFile(m) // reach.go
+			}
 		case KindNetwork:
 			if m.Address == "" {
 				err = p.removeSharedNetwork(ctx, m.Lineage, m.ID)

@@ -60,7 +60,7 @@ func (p *Provider) pgKeep(ctx context.Context, rec *state.Record, d snapshot.Dat
 	if err != nil {
 		return err
 	}
-	admin, err := pgConnect(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, "postgres")
+	admin, err := pgConnectAs(ctx, c, c.AdminUser, c.AdminPassword, "postgres")
 	if err != nil {
 		return fmt.Errorf("connect as admin: %w", err)
 	}
@@ -130,7 +130,7 @@ func (p *Provider) pgLoad(ctx context.Context, rec *state.Record, d snapshot.Dat
 	if err != nil {
 		return err
 	}
-	admin, err := pgConnect(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, "postgres")
+	admin, err := pgConnectAs(ctx, c, c.AdminUser, c.AdminPassword, "postgres")
 	if err != nil {
 		return fmt.Errorf("connect as admin: %w", err)
 	}
@@ -165,7 +165,7 @@ func (p *Provider) pgCreateExtensions(ctx context.Context, c state.Credentials, 
 	if len(feats) == 0 {
 		return nil
 	}
-	conn, err := pgConnect(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, db)
+	conn, err := pgConnectAs(ctx, c, c.AdminUser, c.AdminPassword, db)
 	if err != nil {
 		return fmt.Errorf("connect as admin: %w", err)
 	}

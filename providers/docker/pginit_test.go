@@ -89,7 +89,7 @@ func TestCreateExtensionWithDependency(t *testing.T) {
 	}
 	pg.Port, _ = strconv.Atoi(ci.NetworkSettings.Ports[postgresPort][0].HostPort)
 	err = p.waitReady(context.Background(), id, time.Minute, func(ctx context.Context) error {
-		return pgPing(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database)
+		return pgPing(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
 	})
 	if err != nil {
 		t.Fatalf("app role after a restart: %v", err)
@@ -109,7 +109,7 @@ func TestCreateExtensionWithDependency(t *testing.T) {
 func checkExtensionsCreatedByAdmin(t *testing.T, pg state.Credentials, exts []string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database)
+	conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
 	if err != nil {
 		t.Fatalf("connect as app: %v", err)
 	}
@@ -126,7 +126,7 @@ func checkExtensionsCreatedByAdmin(t *testing.T, pg state.Credentials, exts []st
 		}
 	}
 
-	admin, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres")
+	admin, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil)
 	if err != nil {
 		t.Fatalf("connect as admin: %v", err)
 	}
@@ -178,7 +178,7 @@ func checkInitScriptFile(t *testing.T, p *Provider, id string, creds map[string]
 func checkExtensionGuard(t *testing.T, pg state.Credentials) {
 	t.Helper()
 	ctx := context.Background()
-	admin, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres")
+	admin, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil)
 	if err != nil {
 		t.Fatalf("connect as admin: %v", err)
 	}
@@ -186,7 +186,7 @@ func checkExtensionGuard(t *testing.T, pg state.Credentials) {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE guard"); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "guard")
+	conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "guard", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"path"
 	"slices"
@@ -63,6 +64,9 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	}
 	spec.Cmd = append(spec.Cmd, pgLeanArgs...)
 	spec.Cmd = append(spec.Cmd, preloadArgs(feats)...)
+	if t := b.reach.tls; t != nil {
+		spec.Cmd = append(spec.Cmd, postgresTLSArgs()...)
+	}
 	id, name, err := p.createContainer(ctx, b, spec)
 	if err != nil {
 		return err
@@ -75,6 +79,9 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		// uid differs between images (999 on Debian, 70 on Alpine). It holds
 		// no password, only the verifier the server keeps anyway.
 		{Path: path.Join(initDir, initScriptName), Content: initScript(c, b.pgVerifier, feats, p.cat.Allowed("postgres")), Mode: 0o444},
+	}
+	if t := b.reach.tls; t != nil {
+		files = append(append(files, t.files()...), postgresHBA())
 	}
 	if err := p.copyFiles(ctx, id, files...); err != nil {
 		return fmt.Errorf("copy admin password and init script into %s: %w", name, err)
@@ -191,13 +198,17 @@ func disallowedDependency(ext string, requires map[string][]string, allowed, ins
 
 // pgConnect opens one connection. The password is set on the parsed config,
 // never written into a connection string that an error could echo.
-func pgConnect(ctx context.Context, host string, port int, user string, password state.Secret, db string) (*pgx.Conn, error) {
+//
+// tlsConf nil means a plain connection (sslmode=disable); otherwise the
+// connection is TLS, verified as tlsConf says.
+func pgConnect(ctx context.Context, host string, port int, user string, password state.Secret, db string, tlsConf *tls.Config) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable application_name=sandboxer",
 		host, port, quoteConnValue(user), quoteConnValue(db)))
 	if err != nil {
 		return nil, fmt.Errorf("postgres connection config: %w", err)
 	}
 	cfg.Password = password.Reveal()
+	cfg.TLSConfig = tlsConf
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
@@ -205,7 +216,11 @@ func pgConnect(ctx context.Context, host string, port int, user string, password
 // database and run SELECT 1. The connection stays open for the checks that
 // follow.
 func pgReady(ctx context.Context, c state.Credentials) (*pgx.Conn, error) {
-	conn, err := pgConnect(ctx, c.Host, c.Port, c.User, c.Password, c.Database)
+	tlsConf, err := clientTLS(c, c.Host)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgConnect(ctx, c.Host, c.Port, c.User, c.Password, c.Database, tlsConf)
 	if err != nil {
 		return nil, err
 	}
@@ -218,8 +233,8 @@ func pgReady(ctx context.Context, c state.Credentials) (*pgx.Conn, error) {
 }
 
 // pgPing is the liveness probe: log in and run SELECT 1.
-func pgPing(ctx context.Context, host string, port int, user string, password state.Secret, db string) error {
-	conn, err := pgConnect(ctx, host, port, user, password, db)
+func pgPing(ctx context.Context, host string, port int, user string, password state.Secret, db string, tlsConf *tls.Config) error {
+	conn, err := pgConnect(ctx, host, port, user, password, db, tlsConf)
 	if err != nil {
 		return err
 	}

@@ -77,11 +77,15 @@ func (p *Provider) probeService(ctx context.Context, rec *state.Record, svc stri
 func (p *Provider) protocolProbe(ctx context.Context, c state.Credentials, svc string) error {
 	pctx, cancel := context.WithTimeout(ctx, p.probeTimeout())
 	defer cancel()
+	tlsConf, err := clientTLS(c, c.Host)
+	if err != nil {
+		return err
+	}
 	switch svc {
 	case "postgres":
-		return pgPing(pctx, c.Host, c.Port, c.User, c.Password, c.Database)
+		return pgPing(pctx, c.Host, c.Port, c.User, c.Password, c.Database, tlsConf)
 	case "redis":
-		return redisPing(pctx, c.Host, c.Port, c.User, c.Password)
+		return redisPing(pctx, c.Host, c.Port, c.User, c.Password, tlsConf)
 	default:
 		return fmt.Errorf("service %s is not supported by the docker provider", svc)
 	}

@@ -44,6 +44,9 @@ type Provider struct {
 	// PullProgress, when set, receives Docker's pull progress (the same
 	// lines `docker pull` prints) while Check fetches a missing image.
 	PullProgress io.Writer
+	// CADir is where the CA files of TLS instances are written for clients
+	// (SANDBOXER_<SVC>_CA); TLS instances cannot be created without it.
+	CADir string
 
 	// nets collapses concurrent lookups of a lineage's network into one
 	// engine round trip (network.go).

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"time"
@@ -65,12 +66,21 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 		Port:    redisPort,
 		Tmpfs:   tmpfsMounts(ii),
 	}
+	files := []containerFile{{Path: secretPath(aclFileName), Content: aclFile(c), Mode: 0o600}}
+	if t := b.reach.tls; t != nil {
+		spec.Cmd = append(spec.Cmd, redisTLSArgs()...)
+		files = append(files, t.files()...)
+	}
+	tlsConf, err := clientTLS(c, c.Host)
+	if err != nil {
+		return err
+	}
 	id, name, err := p.createContainer(ctx, b, spec)
 	if err != nil {
 		return err
 	}
 	// The file holds only SHA-256 hashes of the passwords.
-	if err := p.copyFiles(ctx, id, containerFile{Path: secretPath(aclFileName), Content: aclFile(c), Mode: 0o600}); err != nil {
+	if err := p.copyFiles(ctx, id, files...); err != nil {
 		return fmt.Errorf("copy ACL file into %s: %w", name, err)
 	}
 	port, err := p.startContainer(ctx, b, "redis", id, name, redisPort)
@@ -79,13 +89,13 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	}
 	c.Port = port
 	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
-		return redisPing(ctx, c.Host, c.Port, c.User, c.Password)
+		return redisPing(ctx, c.Host, c.Port, c.User, c.Password, tlsConf)
 	})
 	if err != nil {
 		return err
 	}
 	// One admin connection for the module checks and the ACL hardening.
-	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
+	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword, tlsConf)
 	defer admin.Close()
 	loadedVersions, err := redisModuleVersions(ctx, admin)
 	if err != nil {
@@ -124,7 +134,9 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 // default a refused dial is retried 5 times, 100 ms apart, inside one
 // command, so a probe just after start (or of a dead container) would take
 // 400 ms to fail instead of a millisecond.
-func redisClient(host string, port int, user string, password state.Secret) *redis.Client {
+//
+// tlsConf nil means plain TCP; otherwise TLS, verified as tlsConf says.
+func redisClient(host string, port int, user string, password state.Secret, tlsConf *tls.Config) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:                     fmt.Sprintf("%s:%d", host, port),
 		Username:                 user,
@@ -138,12 +150,13 @@ func redisClient(host string, port int, user string, password state.Secret) *red
 		ReadTimeout:              2 * time.Second,
 		WriteTimeout:             2 * time.Second,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		TLSConfig:                tlsConf,
 	})
 }
 
 // redisPing is the readiness and liveness probe: AUTH as user, then PING.
-func redisPing(ctx context.Context, host string, port int, user string, password state.Secret) error {
-	rdb := redisClient(host, port, user, password)
+func redisPing(ctx context.Context, host string, port int, user string, password state.Secret, tlsConf *tls.Config) error {
+	rdb := redisClient(host, port, user, password, tlsConf)
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("AUTH %s + PING: %w", user, err)

@@ -38,7 +38,7 @@ func (p *Provider) redisDump(ctx context.Context, rec *state.Record, w io.Writer
 	if err != nil {
 		return err
 	}
-	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
+	admin := redisClientAs(c, c.AdminUser, c.AdminPassword)
 	defer admin.Close()
 	info, err := admin.Info(ctx, "keyspace").Result()
 	if err != nil {
@@ -55,7 +55,7 @@ func (p *Provider) redisDump(ctx context.Context, rec *state.Record, w io.Writer
 }
 
 func redisDumpDB(ctx context.Context, c state.Credentials, db int, enc *json.Encoder) error {
-	rdb := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
+	rdb := redisClientAs(c, c.AdminUser, c.AdminPassword)
 	defer rdb.Close()
 	if db != 0 {
 		// A single-connection client: SELECT sticks for what follows.
@@ -143,7 +143,7 @@ func (p *Provider) redisLoad(ctx context.Context, rec *state.Record, path string
 		}
 		entries = append(entries, e)
 	}
-	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword)
+	admin := redisClientAs(c, c.AdminUser, c.AdminPassword)
 	defer admin.Close()
 	cmds, err := admin.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.FlushAll(ctx)

@@ -118,6 +118,9 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 		return nil, err
 	}
 	if p.provider != nil {
+		if err := checkNetworks(ctx, f, cfg, p.provider); err != nil {
+			return nil, err
+		}
 		if err := apply.Preflight(ctx, p.provider, p.plan.Changes); err != nil {
 			return nil, unprovidable(f, err, cfg)
 		}

@@ -51,6 +51,7 @@ func Main() int {
 			}
 			p.ReadyTimeout = d
 		}
+		p.CADir = f.CADir()
 		return p, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPublishDefaults(t *testing.T) {
+	tests := []struct {
+		name    string
+		src     string
+		environ []string
+		want    Publish
+	}{
+		{"no provider block", ``, nil, DefaultPublish()},
+		{"loopback with TLS asked for", `provider "docker" {
+  tls = true
+}`, nil, Publish{Address: "127.0.0.1", AdvertiseHost: "127.0.0.1", TLS: true}},
+		{"one interface is advertised as itself, TLS on", `provider "docker" {
+  publish_address = "192.0.2.7"
+}`, nil, Publish{Address: "192.0.2.7", AdvertiseHost: "192.0.2.7", TLS: true}},
+		{"every interface of a local engine: 127.0.0.1", `provider "docker" {
+  publish_address = "0.0.0.0"
+}`, nil, Publish{Address: "0.0.0.0", AdvertiseHost: "127.0.0.1", TLS: true}},
+		{"every interface of a remote engine: the engine's host", `provider "docker" {
+  host            = "tcp://build-7.internal:2376"
+  publish_address = "0.0.0.0"
+}`, nil, Publish{Address: "0.0.0.0", AdvertiseHost: "build-7.internal", TLS: true}},
+		{"DOCKER_HOST names the remote engine", `provider "docker" {
+  publish_address = "::"
+}`, []string{"DOCKER_HOST=ssh://ci@10.1.2.3"}, Publish{Address: "::", AdvertiseHost: "10.1.2.3", TLS: true}},
+		{"advertise_host wins; private address may opt out of TLS", `provider "docker" {
+  publish_address = "10.0.0.5"
+  advertise_host  = "db.lan"
+  tls             = false
+}`, nil, Publish{Address: "10.0.0.5", AdvertiseHost: "db.lan"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := load(t, tt.src+"\nproject \"p\" { services = [\"postgres\"] }\n", Input{Environ: tt.environ})
+			if diff := cmp.Diff(tt.want, cfg.Provider.Publish); diff != "" {
+				t.Errorf("publish (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInstanceNetworks(t *testing.T) {
+	cfg := load(t, `
+provider "docker" {
+  networks = ["shared", "agents"]
+}
+project "p" { services = ["postgres"] }
+sandbox "plain" { project = project.p }
+sandbox "more" {
+  for_each = toset(["a", "b"])
+  project  = project.p
+  networks = ["ci-${each.key}", "agents"]
+}`, Input{})
+	got := map[string][]string{}
+	for _, in := range cfg.Instances {
+		got[in.Addr.String()] = in.Networks
+	}
+	want := map[string][]string{
+		"sandbox.plain":     {"agents", "shared"},
+		`sandbox.more["a"]`: {"agents", "ci-a", "shared"},
+		`sandbox.more["b"]`: {"agents", "ci-b", "shared"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("networks (-want +got):\n%s", diff)
+	}
+	var names []string
+	for _, r := range cfg.NetworkRefs {
+		names = append(names, r.Name)
+	}
+	// One reference per name and place: the provider's two, then the
+	// block's for each key (same range, different names) and "agents" once.
+	if diff := cmp.Diff([]string{"shared", "agents", "ci-a", "agents", "ci-b"}, names); diff != "" {
+		t.Errorf("network references (-want +got):\n%s", diff)
+	}
+}
