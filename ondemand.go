@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // Sandbox is a requested instance with its credentials (SPEC §8's

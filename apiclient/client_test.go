@@ -18,8 +18,8 @@ import (
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/apiclient"
+	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/providers/fake"
-	"github.com/sandboxer/sandboxer/server"
 	"github.com/sandboxer/sandboxer/state"
 )
 

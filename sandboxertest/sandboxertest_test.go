@@ -10,9 +10,9 @@ import (
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/apiclient"
+	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/providers/fake"
 	"github.com/sandboxer/sandboxer/sandboxertest"
-	"github.com/sandboxer/sandboxer/server"
 )
 
 const fixture = `

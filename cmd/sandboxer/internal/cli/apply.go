@@ -10,8 +10,8 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/plan"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // ApplyOptions are the flags of `sandboxer apply`.

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/config"
-	"github.com/sandboxer/sandboxer/views"
+	"github.com/sandboxer/sandboxer/internal/views"
 )
 
 // EnvOptions are the flags of `sandboxer env`.

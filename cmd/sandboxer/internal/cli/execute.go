@@ -14,10 +14,10 @@ import (
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // errCancelled is a declined confirmation: nothing changed, exit 1.

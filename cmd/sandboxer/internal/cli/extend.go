@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // ExtendOptions are the flags of `sandboxer extend`.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/state"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // Version is sandboxer's version, reported by `version` and in JSON plans.

@@ -5,7 +5,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sandboxer/sandboxer/config"
-	"github.com/sandboxer/sandboxer/views"
+	"github.com/sandboxer/sandboxer/internal/views"
 )
 
 // VarOptions are the --var and --var-file flags shared by the commands that

@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/internal/eventsink"
 	"github.com/sandboxer/sandboxer/ondemand"
 )
 
@@ -89,7 +90,7 @@ func (s *onDemand) openEvents() error {
 	}
 	var sinks events.Multi
 	if path != "" {
-		w, err := events.OpenFile(s.f.Path(path))
+		w, err := eventsink.OpenFile(s.f.Path(path))
 		if err != nil {
 			return err
 		}
@@ -97,7 +98,7 @@ func (s *onDemand) openEvents() error {
 		s.closers = append(s.closers, func() { _ = w.Close() })
 	}
 	if url != "" {
-		wh, err := events.NewWebhook(url, events.WebhookOptions{})
+		wh, err := eventsink.NewWebhook(url, eventsink.WebhookOptions{})
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandboxer/sandboxer/views"
+	"github.com/sandboxer/sandboxer/internal/views"
 )
 
 // OutputOptions are the flags of `sandboxer output`.

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/plan"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // PlanOptions are the flags of `sandboxer plan`.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/server"
 )
 
 // ServeOptions are the flags of `sandboxer serve`.

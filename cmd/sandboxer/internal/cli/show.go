@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/plan"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // ShowOptions are the flags of `sandboxer show`.

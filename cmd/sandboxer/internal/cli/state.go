@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/state"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // StateOptions are the flags of `sandboxer state` subcommands.

@@ -6,8 +6,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/plan"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 // unprovidable renders a preflight's list of features the images cannot

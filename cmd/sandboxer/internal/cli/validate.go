@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandboxer/sandboxer/views"
+	"github.com/sandboxer/sandboxer/internal/views"
 )
 
 // ValidateOptions are the flags of `sandboxer validate`.

@@ -1,4 +1,4 @@
-package events
+package eventsink
 
 import (
 	"bufio"
@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandboxer/sandboxer/events"
 )
 
 func TestFileAppendsOneLinePerEvent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	var want []Event
+	var want []events.Event
 	var wg sync.WaitGroup
 	for i := range 2 { // two writers, as a CLI request next to serve
 		f, err := OpenFile(path)
@@ -30,11 +32,11 @@ func TestFileAppendsOneLinePerEvent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range 50 {
-				f.Emit(Event{Time: time.Unix(int64(j), 0).UTC(), Event: Reused, Address: `sandbox.a["k"]`, Key: "k", Generation: i + 1})
+				f.Emit(events.Event{Time: time.Unix(int64(j), 0).UTC(), Event: events.Reused, Address: `sandbox.a["k"]`, Key: "k", Generation: i + 1})
 			}
 		}()
 		for j := range 50 {
-			want = append(want, Event{Time: time.Unix(int64(j), 0).UTC(), Event: Reused, Address: `sandbox.a["k"]`, Key: "k", Generation: i + 1})
+			want = append(want, events.Event{Time: time.Unix(int64(j), 0).UTC(), Event: events.Reused, Address: `sandbox.a["k"]`, Key: "k", Generation: i + 1})
 		}
 	}
 	wg.Wait()
@@ -47,7 +49,7 @@ func TestFileAppendsOneLinePerEvent(t *testing.T) {
 	sc := bufio.NewScanner(fh)
 	n := 0
 	for sc.Scan() {
-		var e Event
+		var e events.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("line %d is not one JSON event: %v: %q", n+1, err, sc.Text())
 		}
@@ -64,13 +66,13 @@ func TestFileAppendsOneLinePerEvent(t *testing.T) {
 
 func TestWebhookRetriesThenDelivers(t *testing.T) {
 	var calls atomic.Int32
-	got := make(chan Event, 1)
+	got := make(chan events.Event, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) < 3 {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
-		var e Event
+		var e events.Event
 		_ = json.NewDecoder(r.Body).Decode(&e)
 		got <- e
 	}))
@@ -79,7 +81,7 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Event{Time: time.Unix(1, 0).UTC(), Event: Provisioned, Address: "sandbox.a[\"k\"]", Key: "k", Generation: 1, Reason: "new"}
+	want := events.Event{Time: time.Unix(1, 0).UTC(), Event: events.Provisioned, Address: "sandbox.a[\"k\"]", Key: "k", Generation: 1, Reason: "new"}
 	w.Emit(want)
 	select {
 	case e := <-got:
@@ -110,7 +112,7 @@ func TestWebhookNeverBlocksAndCountsDrops(t *testing.T) {
 	}
 	start := time.Now()
 	for range 100 {
-		w.Emit(Event{Event: Reused, Address: "sandbox.a[\"k\"]"})
+		w.Emit(events.Event{Event: events.Reused, Address: "sandbox.a[\"k\"]"})
 	}
 	if el := time.Since(start); el > 100*time.Millisecond {
 		t.Errorf("100 Emits against a hung receiver took %s", el)
@@ -125,7 +127,7 @@ func TestWebhookNeverBlocksAndCountsDrops(t *testing.T) {
 	if err := w.Close(ctx); err == nil {
 		t.Error("Close with a hung receiver should report what is left")
 	}
-	w.Emit(Event{}) // after Close: dropped, no panic
+	w.Emit(events.Event{}) // after Close: dropped, no panic
 }
 
 func TestWebhookRejectsBadURL(t *testing.T) {

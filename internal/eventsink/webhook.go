@@ -1,4 +1,4 @@
-package events
+package eventsink
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sandboxer/sandboxer/events"
 )
 
 // WebhookOptions tune a Webhook; zero values take the defaults.
@@ -35,7 +37,7 @@ type WebhookOptions struct {
 type Webhook struct {
 	url   string
 	opts  WebhookOptions
-	queue chan Event
+	queue chan events.Event
 	done  chan struct{}
 
 	mu      sync.RWMutex // guards closed against a send on the closed queue
@@ -67,14 +69,14 @@ func NewWebhook(rawURL string, opts WebhookOptions) (*Webhook, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: opts.Timeout}
 	}
-	w := &Webhook{url: rawURL, opts: opts, queue: make(chan Event, opts.QueueSize), done: make(chan struct{})}
+	w := &Webhook{url: rawURL, opts: opts, queue: make(chan events.Event, opts.QueueSize), done: make(chan struct{})}
 	go w.run()
 	return w, nil
 }
 
 // Emit enqueues e, or drops it when the queue is full (or the webhook is
 // closed). It never blocks.
-func (w *Webhook) Emit(e Event) {
+func (w *Webhook) Emit(e events.Event) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
@@ -123,7 +125,7 @@ func (w *Webhook) run() {
 }
 
 // send tries one event up to Attempts times.
-func (w *Webhook) send(e Event) error {
+func (w *Webhook) send(e events.Event) error {
 	body, err := json.Marshal(e)
 	if err != nil {
 		return err

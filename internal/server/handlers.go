@@ -9,8 +9,8 @@ import (
 
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/views"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
