@@ -54,11 +54,12 @@ func initScript(c state.Credentials, verifier string, feats, allowed []string) [
 	b.WriteString("\\set ON_ERROR_STOP on\n")
 	fmt.Fprintf(&b, "CREATE ROLE %s LOGIN PASSWORD %s NOSUPERUSER NOCREATEROLE CREATEDB NOREPLICATION NOBYPASSRLS;\n",
 		role, quoteLiteral(verifier))
-	if len(feats) > 0 {
+	inTemplate, appOnly := splitTemplateFeatures(feats)
+	if len(inTemplate) > 0 {
 		// Same session user (the admin), in the template the app database
 		// and every database the role creates are copied from.
 		b.WriteString("\\connect template1\n")
-		b.WriteString(extensionsBlock(feats, allowed))
+		b.WriteString(extensionsBlock(inTemplate, allowed))
 		// CREATE DATABASE refuses a template with other sessions in it;
 		// leave it first.
 		b.WriteString("\\connect postgres\n")
@@ -67,7 +68,28 @@ func initScript(c state.Credentials, verifier string, feats, allowed []string) [
 	// block (WAL_LOG, the default); its checkpoints cost nothing with fsync
 	// off and an empty cluster.
 	fmt.Fprintf(&b, "CREATE DATABASE %s OWNER %s TEMPLATE template1 STRATEGY = FILE_COPY;\n", db, role)
+	if len(appOnly) > 0 {
+		fmt.Fprintf(&b, "\\connect %s\n", db)
+		b.WriteString(extensionsBlock(appOnly, allowed))
+	}
 	return b.Bytes()
+}
+
+// splitTemplateFeatures sets apart the extensions that must not go into
+// template1. TimescaleDB starts a background scheduler in every database
+// that has it; in template1 that worker holds a session, and CREATE
+// DATABASE … TEMPLATE template1 then fails ("source database is being
+// accessed by other users"). Those extensions are created in the app
+// database only, so databases the role creates itself lack them.
+func splitTemplateFeatures(feats []string) (inTemplate, appOnly []string) {
+	for _, f := range feats {
+		if f == "timescaledb" {
+			appOnly = append(appOnly, f)
+			continue
+		}
+		inTemplate = append(inTemplate, f)
+	}
+	return inTemplate, appOnly
 }
 
 // extensionsBlock creates each requested extension as the admin, in the

@@ -244,3 +244,21 @@ func TestImageEnvTweaks(t *testing.T) {
 		}
 	}
 }
+
+// TimescaleDB's scheduler holds a session in every database that has the
+// extension, which makes template1 unusable as a template: it goes into
+// the app database only, after the copy.
+func TestInitScriptTimescaleDBOutsideTemplate(t *testing.T) {
+	c := state.Credentials{User: "app", Password: "p", AdminUser: "sbx_admin", AdminPassword: "a", Database: "shop"}
+	got := string(initScript(c, "v", []string{"timescaledb", "vector"}, []string{"timescaledb", "vector"}))
+	tmpl, create, app := strings.Index(got, "\\connect template1"), strings.Index(got, "CREATE DATABASE"), strings.Index(got, "\\connect \"shop\"")
+	if tmpl < 0 || create < 0 || app < 0 || !(tmpl < create && create < app) {
+		t.Fatalf("want template1, then CREATE DATABASE, then \\connect \"shop\":\n%s", got)
+	}
+	if blk := got[tmpl:create]; !strings.Contains(blk, "FOREACH ext IN ARRAY ARRAY['vector']::text[]") {
+		t.Errorf("template1 block must create vector and not timescaledb:\n%s", blk)
+	}
+	if blk := got[app:]; !strings.Contains(blk, "FOREACH ext IN ARRAY ARRAY['timescaledb']::text[]") {
+		t.Errorf("app database block must create timescaledb:\n%s", blk)
+	}
+}
