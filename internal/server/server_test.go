@@ -143,13 +143,16 @@ func TestNewRefusesEmptyToken(t *testing.T) {
 
 func newLogger(w *strings.Builder) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
 
-// slowBroker reports whether its call's context ended during a request.
+// slowBroker reports when a call has started and whether its context
+// ended during it.
 type slowBroker struct {
 	fakeBroker
-	done chan error
+	started chan struct{}
+	done    chan error
 }
 
 func (b *slowBroker) Request(ctx context.Context, req ondemand.Request) (*ondemand.Result, error) {
+	b.started <- struct{}{}
 	select {
 	case <-ctx.Done():
 		b.done <- ctx.Err()
@@ -160,9 +163,11 @@ func (b *slowBroker) Request(ctx context.Context, req ondemand.Request) (*ondema
 }
 
 // A client that hangs up does not abort a provision; the server's base
-// context (a second SIGTERM) does.
+// context (a second SIGTERM) does. The client hangs up only once the call
+// has reached the broker: a fixed client timeout could fire before the
+// server read the request, and the broker would never be called.
 func TestCallsOutliveTheirClient(t *testing.T) {
-	b := &slowBroker{done: make(chan error, 1)}
+	b := &slowBroker{started: make(chan struct{}, 1), done: make(chan error, 1)}
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	s, err := New(b, "tok", nil, base)
@@ -171,24 +176,40 @@ func TestCallsOutliveTheirClient(t *testing.T) {
 	}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	post := func() {
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/request", strings.NewReader(`{"address":"sandbox.a","key":"k"}`))
+	wait := func(what string) error {
+		select {
+		case err := <-b.done:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the broker's call did not end", what)
+			return nil
+		}
+	}
+	// post sends a request, then runs during once the broker has it.
+	post := func(during func()) {
+		ctx, hangUp := context.WithCancel(context.Background())
+		defer hangUp()
+		go func() {
+			select {
+			case <-b.started:
+				during()
+				hangUp()
+			case <-time.After(30 * time.Second):
+				hangUp()
+			}
+		}()
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/request", strings.NewReader(`{"address":"sandbox.a","key":"k"}`))
 		req.Header.Set("Authorization", "Bearer tok")
-		resp, err := (&http.Client{Timeout: 50 * time.Millisecond}).Do(req)
-		if err == nil {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}
-	post()
-	if err := <-b.done; err != nil {
+	post(func() {})
+	if err := wait("client hung up"); err != nil {
 		t.Errorf("the call was cancelled when its client hung up: %v", err)
 	}
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		cancelBase()
-	}()
-	post()
-	if err := <-b.done; err == nil {
+	post(cancelBase)
+	if err := wait("base cancelled"); err == nil {
 		t.Error("cancelling the base context did not cancel the call")
 	}
 }
