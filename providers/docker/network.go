@@ -52,6 +52,11 @@ func (p *Provider) ensureNetwork(ctx context.Context, lineage string) (string, e
 		}
 		return r.Val.(string), nil
 	case <-ctx.Done():
+		// Wait for the lookup or create in flight (bounded by
+		// createTimeout): returning at once would let the caller's
+		// cleanup look for the network before a create that is still
+		// running makes it, and leave it behind.
+		<-ch
 		return "", ctx.Err()
 	}
 }
