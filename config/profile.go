@@ -90,18 +90,9 @@ func (l *loader) decodeProfileBlock(p *Project, b *hcl.Block, known bool) (*Prof
 			pr.Services = SortedUnique(services)
 		}
 	}
-	if attr, ok := content.Attributes["extensions"]; ok {
-		v, more := l.ev.eval(attr.Expr, sc)
-		diags = append(diags, more...)
-		check := p
-		if !known {
-			check = nil
-		}
-		fs, more := l.featureSet(v, attr.Expr, check, owner)
-		diags = append(diags, more...)
-		pr.Extensions = fs
-	}
-	return pr, diags
+	fs, more := l.extensionsAttr(content, sc, p, known, owner)
+	pr.Extensions = fs
+	return pr, append(diags, more...)
 }
 
 // ProfileNames lists a project's profiles, sorted, for messages.

@@ -75,18 +75,8 @@ func (l *loader) decodeProjectBlock(b *hcl.Block) (p *Project, known bool, diags
 				attr.Expr.Range()))
 		}
 	}
-	standing := FeatureSet{}
-	if attr, ok := content.Attributes["extensions"]; ok {
-		v, more := l.ev.eval(attr.Expr, sc)
-		diags = append(diags, more...)
-		check := p
-		if !known {
-			check = nil
-		}
-		fs, more := l.featureSet(v, attr.Expr, check, fmt.Sprintf("project.%s", p.Name))
-		diags = append(diags, more...)
-		standing = fs
-	}
+	standing, more := l.extensionsAttr(content, sc, p, known, "project."+p.Name)
+	diags = append(diags, more...)
 	// Every opted service is present; one without extensions is bare.
 	p.Extensions = standing.Only(p.Services).Normalize()
 	var opted []string
@@ -101,6 +91,23 @@ func (l *loader) decodeProjectBlock(b *hcl.Block) (p *Project, known bool, diags
 	p.Seed = data.Seed
 	diags = append(diags, l.decodeProfiles(p, content.Blocks, known)...)
 	return p, known, diags
+}
+
+// extensionsAttr decodes a block's optional extensions attribute (empty when
+// absent) for its owner, checked against p's opted set when known (a
+// services list that could not be read would only cascade into "not opted
+// in" errors).
+func (l *loader) extensionsAttr(content *hcl.BodyContent, sc scope, p *Project, known bool, owner string) (FeatureSet, hcl.Diagnostics) {
+	attr, ok := content.Attributes["extensions"]
+	if !ok {
+		return FeatureSet{}, nil
+	}
+	v, diags := l.ev.eval(attr.Expr, sc)
+	if !known {
+		p = nil
+	}
+	fs, more := l.featureSet(v, attr.Expr, p, owner)
+	return fs, append(diags, more...)
 }
 
 // featureSet decodes an extensions map: service → features. Keys must be
