@@ -15,6 +15,7 @@ type evaluator struct {
 	cfg   *Config
 	ctx   context.Context
 	funcs map[string]function.Function
+	meter *meter
 	// localNames holds every declared local, including those whose value
 	// failed, so references to them are not reported as undeclared.
 	localNames map[string]bool
@@ -33,7 +34,8 @@ type baseKey struct{ locals, projects bool }
 // newEvaluator returns an evaluator whose function calls stop once ctx is
 // done.
 func newEvaluator(ctx context.Context, cfg *Config) *evaluator {
-	return &evaluator{cfg: cfg, ctx: ctx, funcs: functions(&meter{ctx: ctx}), localNames: map[string]bool{}}
+	m := &meter{ctx: ctx}
+	return &evaluator{cfg: cfg, ctx: ctx, meter: m, funcs: functions(m), localNames: map[string]bool{}}
 }
 
 // settle declares that Config.Variables, Locals and Projects will not
@@ -74,7 +76,7 @@ func (e *evaluator) eval(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnost
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
-	v, more := expr.Value(e.evalCtx(sc, expr))
+	v, more := e.meter.valueWithin(expr, e.evalCtx(sc, expr))
 	diags = append(diags, more...)
 	if more.HasErrors() {
 		return cty.DynamicVal, diags

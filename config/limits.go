@@ -23,8 +23,8 @@ const (
 	// any such value.
 	MaxValueBytes = 16 << 20
 	// MaxEvalElements and MaxEvalBytes bound what all function calls of one
-	// load return together, so a loop of calls each under the per-value
-	// limits still ends.
+	// load take and return together, so a loop of calls each under the
+	// per-value limits still ends.
 	MaxEvalElements = 10_000_000
 	MaxEvalBytes    = 256 << 20
 )
@@ -82,6 +82,9 @@ func measureInto(v cty.Value, s *size) {
 type meter struct {
 	ctx  context.Context
 	used size
+	// loops is how many iterations the for expressions evaluated so far
+	// were bounded to (loopwork.go).
+	loops int64
 }
 
 // limitError is the error a function call reports at a limit; hcl turns it
@@ -147,6 +150,12 @@ func (m *meter) wrap(name string, f function.Function) function.Function {
 			if err := m.ctx.Err(); err != nil {
 				return cty.DynamicVal, fmt.Errorf("evaluation stopped: %w", err)
 			}
+			// cty walks every argument (for marks, for conversion) on
+			// each call, so a call in a loop over a big value is work in
+			// proportion to the arguments even when its result is small.
+			for _, a := range args {
+				m.used = m.used.add(measure(a))
+			}
 			if est, ok := estimate(name, args); ok {
 				if what := est.over(); what != "" {
 					return cty.DynamicVal, limitError(what)
@@ -168,7 +177,7 @@ func (m *meter) wrap(name string, f function.Function) function.Function {
 			}
 			m.used = m.used.add(s)
 			if m.used.elems > MaxEvalElements || m.used.bytes > MaxEvalBytes {
-				return cty.DynamicVal, fmt.Errorf("the function calls of this configuration have together built more than %d elements or %d MiB of strings; configurations are limited so that evaluating them cannot exhaust memory", MaxEvalElements, MaxEvalBytes>>20)
+				return cty.DynamicVal, fmt.Errorf("the function calls of this configuration have together taken and built more than %d elements or %d MiB of strings; configurations are limited so that evaluating them cannot exhaust memory or run for hours", MaxEvalElements, MaxEvalBytes>>20)
 			}
 			return v, nil
 		},

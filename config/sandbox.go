@@ -92,15 +92,30 @@ func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Di
 		}
 	}
 
-	var insts []*Instance
-	for _, k := range keys {
+	// When no argument mentions each, every instance decodes alike: the
+	// arguments are evaluated once and the instances differ only in their
+	// address, which keeps a 100k-key for_each linear and cheap.
+	perKey := sb.ForEach && refersToEach(content)
+	var shared *Instance
+	insts := make([]*Instance, 0, len(keys))
+	for i, k := range keys {
 		if l.ev.ctx.Err() != nil {
 			break
 		}
 		addr := Address{Name: sb.Name}
-		sc := blockScope()
 		if sb.ForEach {
 			addr = Address{Name: sb.Name, Key: k.key, HasKey: true}
+		}
+		if !perKey && i > 0 {
+			if shared != nil {
+				inst := *shared
+				inst.Addr = addr
+				insts = append(insts, &inst)
+			}
+			continue
+		}
+		sc := blockScope()
+		if perKey {
 			each := cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k.key), "value": k.value})
 			sc.each = &each
 		}
@@ -108,10 +123,27 @@ func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Di
 		diags = append(diags, more...)
 		if inst != nil {
 			insts = append(insts, inst)
+			shared = inst
 		}
 	}
 	sb.TTL = commonTTL(insts)
 	return sb, insts, diags
+}
+
+// refersToEach reports whether any argument of a sandbox block mentions
+// each (each.key, each.value).
+func refersToEach(content *hcl.BodyContent) bool {
+	for name, attr := range content.Attributes {
+		if name == "for_each" {
+			continue
+		}
+		for _, tr := range attr.Expr.Variables() {
+			if tr.RootName() == "each" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // projectRef resolves the project argument, which must be a plain

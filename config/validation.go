@@ -28,7 +28,7 @@ func (l *loader) validate(d *variableDecl, val *validation) hcl.Diagnostics {
 		Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{d.v.Name: d.v.Value})},
 		Functions: l.ev.funcs,
 	}
-	cv, more := val.condition.Value(ctx)
+	cv, more := l.ev.meter.valueWithin(val.condition, ctx)
 	diags = append(diags, more...)
 	if more.HasErrors() {
 		return diags
@@ -44,7 +44,7 @@ func (l *loader) validate(d *variableDecl, val *validation) hcl.Diagnostics {
 	}
 
 	message := "The value does not satisfy the validation rule."
-	mv, more := val.errorMessage.Value(ctx)
+	mv, more := l.ev.meter.valueWithin(val.errorMessage, ctx)
 	diags = append(diags, more...)
 	if s, usable, more := typed(mv, val.errorMessage, cty.String, "error_message"); usable {
 		message = s.AsString()

@@ -151,7 +151,7 @@ func literalKey(expr hcl.Expression) (string, bool) {
 	if kw := hcl.ExprAsKeyword(expr); kw != "" {
 		return kw, true
 	}
-	if k, d := expr.Value(nil); !d.HasErrors() {
+	if k, d := (*meter)(nil).valueWithin(expr, nil); !d.HasErrors() {
 		return stringKey(k)
 	}
 	return "", false

@@ -57,7 +57,7 @@ func (l *loader) decodeVariables(blocks hcl.Blocks) hcl.Diagnostics {
 	var decls []*variableDecl
 	byName := map[string]*variableDecl{}
 	for _, b := range blocks {
-		d, more := decodeVariableBlock(b)
+		d, more := decodeVariableBlock(b, l.ev.meter)
 		diags = append(diags, more...)
 		if d == nil {
 			continue
@@ -77,7 +77,7 @@ func (l *loader) decodeVariables(blocks hcl.Blocks) hcl.Diagnostics {
 	return diags
 }
 
-func decodeVariableBlock(b *hcl.Block) (*variableDecl, hcl.Diagnostics) {
+func decodeVariableBlock(b *hcl.Block, m *meter) (*variableDecl, hcl.Diagnostics) {
 	name := b.Labels[0]
 	if !validName(name) {
 		return nil, hcl.Diagnostics{invalidNameDiag("variable", name, b.LabelRanges[0])}
@@ -97,7 +97,7 @@ func decodeVariableBlock(b *hcl.Block) (*variableDecl, hcl.Diagnostics) {
 		}
 	}
 	if attr, ok := content.Attributes["description"]; ok {
-		v, more := attr.Expr.Value(nil)
+		v, more := m.valueWithin(attr.Expr, nil)
 		diags = append(diags, more...)
 		if s, ok, more := typed(v, attr.Expr, cty.String, "description"); ok {
 			d.v.Description = s.AsString()
@@ -106,7 +106,7 @@ func decodeVariableBlock(b *hcl.Block) (*variableDecl, hcl.Diagnostics) {
 		}
 	}
 	if attr, ok := content.Attributes["sensitive"]; ok {
-		v, more := attr.Expr.Value(nil)
+		v, more := m.valueWithin(attr.Expr, nil)
 		diags = append(diags, more...)
 		if b, ok, more := typed(v, attr.Expr, cty.Bool, "sensitive"); ok {
 			d.v.Sensitive = b.True()
@@ -116,7 +116,7 @@ func decodeVariableBlock(b *hcl.Block) (*variableDecl, hcl.Diagnostics) {
 	}
 	if attr, ok := content.Attributes["default"]; ok {
 		// Defaults are constants: they may not reference anything.
-		v, more := attr.Expr.Value(nil)
+		v, more := m.valueWithin(attr.Expr, nil)
 		diags = append(diags, more...)
 		d.hasDefault = true
 		if more.HasErrors() {

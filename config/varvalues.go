@@ -32,7 +32,7 @@ func (l *loader) assignVariables(decls map[string]*variableDecl) hcl.Diagnostics
 		// this configuration does not declare are ignored: the environment
 		// is shared with other configurations.
 		if d, ok := decls[name]; ok {
-			diags = append(diags, d.setRaw(raw, "the environment variable "+EnvVarPrefix+name)...)
+			diags = append(diags, d.setRaw(raw, "the environment variable "+EnvVarPrefix+name, l.ev.meter)...)
 		}
 	}
 	for _, arg := range l.varArgs() {
@@ -59,7 +59,7 @@ func (l *loader) assignVariables(decls map[string]*variableDecl) hcl.Diagnostics
 			})
 			continue
 		}
-		diags = append(diags, d.setRaw(raw, "--var")...)
+		diags = append(diags, d.setRaw(raw, "--var", l.ev.meter)...)
 	}
 	return diags
 }
@@ -121,7 +121,7 @@ func (l *loader) assignVarFile(path string, decls map[string]*variableDecl) hcl.
 			})
 			continue
 		}
-		v, more := a.Expr.Value(nil)
+		v, more := l.ev.meter.valueWithin(a.Expr, nil)
 		diags = append(diags, more...)
 		if more.HasErrors() {
 			d.failed, d.set, d.v.Value = true, true, cty.DynamicVal
@@ -136,7 +136,7 @@ func (l *loader) assignVarFile(path string, decls map[string]*variableDecl) hcl.
 // setRaw sets a value given as text on the command line or in the
 // environment. As in Terraform, a string (or untyped) variable takes the
 // text as is; any other type parses it as an HCL expression.
-func (d *variableDecl) setRaw(raw, origin string) hcl.Diagnostics {
+func (d *variableDecl) setRaw(raw, origin string, m *meter) hcl.Diagnostics {
 	if d.typ.Equals(cty.String) || d.typ.Equals(cty.DynamicPseudoType) {
 		return d.setValue(cty.StringVal(raw), origin, nil)
 	}
@@ -145,7 +145,7 @@ func (d *variableDecl) setRaw(raw, origin string) hcl.Diagnostics {
 		d.failed, d.set, d.v.Value = true, true, cty.DynamicVal
 		return diags
 	}
-	v, diags := expr.Value(nil)
+	v, diags := m.valueWithin(expr, nil)
 	if diags.HasErrors() {
 		d.failed, d.set, d.v.Value = true, true, cty.DynamicVal
 		return diags

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
@@ -185,20 +186,41 @@ func (p *Provider) verifiedModules(imageID string) map[string]string {
 
 // moduleLoadError explains a failed MODULE LOAD: the reply only says to
 // read the server log, so the log line that names the module is quoted.
+// Redis writes that line before it replies, but the engine copies the
+// container's output to its log asynchronously, so on a busy machine the
+// line can arrive a moment after the reply: the log is read again for a
+// short while before falling back to the bare reply.
 func (p *Provider) moduleLoadError(ctx context.Context, id, path string, err error) string {
-	tail := p.logTail(ctx, id, 20)
-	var lines []string
-	for _, line := range strings.Split(tail, "\n") {
-		if strings.Contains(line, path) || strings.Contains(line, "Module ") {
-			// "1:M 01 Dec 2026 03:25:12.345 # Module … failed to load: …"
-			if i := strings.Index(line, "# "); i >= 0 {
-				line = line[i+2:]
-			}
-			lines = append(lines, strings.TrimSpace(line))
+	deadline := time.Now().Add(moduleLogWait)
+	for {
+		if lines := moduleLogLines(p.logTail(ctx, id, 20), path); len(lines) > 0 {
+			return strings.Join(lines, "; ")
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Sprintf("module %s does not load: %v", path, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if len(lines) == 0 {
-		return fmt.Sprintf("module %s does not load: %v", path, err)
+}
+
+// moduleLogWait bounds how long moduleLoadError waits for the log line.
+const moduleLogWait = 3 * time.Second
+
+// moduleLogLines picks the lines of a redis log that speak of the module
+// at path, without their "1:M 01 Dec 2026 03:25:12.345 # " prefix.
+func moduleLogLines(tail, path string) []string {
+	var lines []string
+	for _, line := range strings.Split(tail, "\n") {
+		if !strings.Contains(line, path) {
+			continue
+		}
+		if i := strings.Index(line, "# "); i >= 0 {
+			line = line[i+2:]
+		}
+		lines = append(lines, strings.TrimSpace(line))
 	}
-	return strings.Join(lines, "; ")
+	return lines
 }
