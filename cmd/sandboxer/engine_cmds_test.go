@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -101,7 +102,7 @@ func cmdRedisCheck(ts *testscript.TestScript, neg bool, args []string) {
 	expect(ts, "redischeck", neg, err)
 }
 
-// cmdLabelled asserts how many containers and networks carry the state
+// cmdLabelled asserts how many containers, networks and volumes carry the state
 // file's lineage label.
 //
 //	labelled STATEFILE N
@@ -118,16 +119,20 @@ func cmdLabelled(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	filter := "label=dev.sandboxer.lineage=" + snap.Lineage
 	got := 0
+	var counts []string
 	for _, argv := range [][]string{
 		{"ps", "-aq", "--filter", filter},
 		{"network", "ls", "-q", "--filter", filter},
+		{"volume", "ls", "-q", "--filter", filter},
 	} {
 		out, err := exec.Command("docker", argv...).Output()
 		ts.Check(err)
-		got += len(strings.Fields(string(out)))
+		n := len(strings.Fields(string(out)))
+		got += n
+		counts = append(counts, fmt.Sprintf("%d %s", n, argv[0]))
 	}
 	if got != want {
-		ts.Fatalf("labelled: %d containers and networks carry lineage %s, want %d", got, snap.Lineage, want)
+		ts.Fatalf("labelled: %d containers, networks and volumes (%s) carry lineage %s, want %d", got, strings.Join(counts, ", "), snap.Lineage, want)
 	}
 }
 

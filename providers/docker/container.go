@@ -7,6 +7,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/go-connections/nat"
 )
 
@@ -23,6 +24,9 @@ type containerSpec struct {
 	Cmd     []string
 	Port    nat.Port          // container port to publish, e.g. "5432/tcp"
 	Tmpfs   map[string]string // path → mount options
+	// Volumes are paths that get an anonymous volume labelled like the
+	// container: removed with it, and found by label if it is not.
+	Volumes []string
 }
 
 // createContainer creates (does not start) one service's container, records
@@ -43,6 +47,13 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 		SecurityOpt:  []string{"no-new-privileges"},
 		Tmpfs:        spec.Tmpfs,
 		AutoRemove:   false, // a crashed container must stay so its log can be read
+	}
+	for _, path := range spec.Volumes {
+		host.Mounts = append(host.Mounts, mount.Mount{
+			Type:          mount.TypeVolume,
+			Target:        path,
+			VolumeOptions: &mount.VolumeOptions{Labels: cfg.Labels},
+		})
 	}
 	if p.cfg.MemoryMB > 0 {
 		host.Memory = p.cfg.MemoryMB * 1024 * 1024

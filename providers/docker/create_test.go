@@ -261,7 +261,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 			if ci.Config.Labels[LabelService] != svc {
 				t.Errorf("%s container service label %q", svc, ci.Config.Labels[LabelService])
 			}
-			checkHostConfig(t, svc, ci)
+			checkHostConfig(t, p, svc, ci)
 			checkNoSecret(t, svc, ci, created.Credentials)
 			// Only on the lineage network, never on the default bridge,
 			// where other containers could reach it.
@@ -304,9 +304,10 @@ func TestCreatePostgresRedis(t *testing.T) {
 				t.Errorf("ListManaged entry %+v", m)
 			}
 		}
-		// The lineage network is in use, so it is no orphan and not listed.
-		if kinds[KindContainer] != 2 || kinds[KindNetwork] != 0 || kinds[KindVolume] != 0 {
-			t.Errorf("ListManaged kinds %v, want 2 containers, no network, no volumes", kinds)
+		// The lineage network is in use, so it is no orphan and not listed;
+		// the one volume is postgres's data directory.
+		if kinds[KindContainer] != 2 || kinds[KindNetwork] != 0 || kinds[KindVolume] != 1 {
+			t.Errorf("ListManaged kinds %v, want 2 containers, no network, 1 volume", kinds)
 		}
 	})
 
@@ -351,7 +352,7 @@ func checkLabels(t *testing.T, what string, got, want map[string]string) {
 	}
 }
 
-func checkHostConfig(t *testing.T, svc string, ci container.InspectResponse) {
+func checkHostConfig(t *testing.T, p *Provider, svc string, ci container.InspectResponse) {
 	t.Helper()
 	hc := ci.HostConfig
 	if hc.Privileged {
@@ -383,15 +384,27 @@ func checkHostConfig(t *testing.T, svc string, ci container.InspectResponse) {
 			}
 		}
 	}
+	// The only volume is postgres's data directory, labelled like its
+	// container so that a sweep by label finds it.
+	var pgdata bool
 	for _, m := range ci.Mounts {
-		if m.Type == "volume" {
+		if m.Type != "volume" {
+			continue
+		}
+		if svc != "postgres" || m.Destination != defaultPGDATA {
 			t.Errorf("%s: volume mounted at %s", svc, m.Destination)
+			continue
+		}
+		pgdata = true
+		v, err := p.cli.VolumeInspect(context.Background(), m.Name)
+		if err != nil {
+			t.Errorf("postgres: inspect data volume: %v", err)
+		} else if v.Labels[LabelAddress] != ci.Config.Labels[LabelAddress] || v.Labels[LabelLineage] != ci.Config.Labels[LabelLineage] || v.Labels[LabelManaged] != "true" {
+			t.Errorf("postgres: data volume labels %v, container labels %v", v.Labels, ci.Config.Labels)
 		}
 	}
-	if svc == "postgres" {
-		if _, ok := hc.Tmpfs[defaultPGDATA]; !ok {
-			t.Errorf("postgres: no tmpfs on %s: %v", defaultPGDATA, hc.Tmpfs)
-		}
+	if svc == "postgres" && !pgdata {
+		t.Errorf("postgres: no volume on %s: %v", defaultPGDATA, ci.Mounts)
 	}
 }
 

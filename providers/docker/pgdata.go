@@ -30,7 +30,8 @@ const (
 	// first 24 hex digits of the dump's sha256.
 	pgTemplatePrefix = "sbx_tpl_"
 	// pgKeepTemplates bounds how many templates an instance keeps (each is
-	// a copy of its data on the container's tmpfs); the oldest go first.
+	// a copy of its data in the container's data directory); the oldest go
+	// first.
 	pgKeepTemplates = 4
 	pgRestoreDir    = "/tmp/sandboxer-restore"
 )

@@ -22,7 +22,8 @@ const (
 
 // startPostgres runs the official-image contract with sandboxer's admin as
 // POSTGRES_USER (the image makes it a superuser), the data directory on a
-// tmpfs and durability switched off (a sandbox is disposable). The app role,
+// labelled anonymous volume (see pgDataMounts) and durability switched off
+// (a sandbox is disposable). The app role,
 // its database and the requested extensions are made by an init script
 // during the image's first start (see pginit.go); readiness is the app
 // role's own login and SELECT 1, on the connection that then checks the
@@ -59,9 +60,9 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 			"-c", "synchronous_commit=off",
 			"-c", "full_page_writes=off",
 		},
-		Port:  postgresPort,
-		Tmpfs: tmpfsMounts(ii, pgdata),
+		Port: postgresPort,
 	}
+	spec.Tmpfs, spec.Volumes = pgDataMounts(ii, pgdata)
 	spec.Cmd = append(spec.Cmd, pgLeanArgs...)
 	spec.Cmd = append(spec.Cmd, preloadArgs(feats)...)
 	if t := b.reach.tls; t != nil {

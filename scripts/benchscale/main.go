@@ -57,7 +57,12 @@ func run(bin string, n int, services string, parallelism int, idle time.Duration
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	// A kept run keeps its directory too: its state is what destroys it.
+	defer func() {
+		if !keep {
+			os.RemoveAll(dir)
+		}
+	}()
 	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(configFor(n, services)), 0o600); err != nil {
 		return err
 	}
