@@ -292,6 +292,7 @@ provider "docker" {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := load(t, tt.src, Input{})
 			tt.want.Publish = DefaultPublish()
+			tt.want.Storage = StorageVolume
 			if diff := cmp.Diff(tt.want, cfg.Provider, ignoreRanges); diff != "" {
 				t.Errorf("provider (-want +got):\n%s", diff)
 			}

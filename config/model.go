@@ -56,7 +56,10 @@ type Provider struct {
 	// Networks are user networks every sandbox joins, sorted.
 	Networks []string
 	// Publish is where ports are published and how URLs name the host.
-	Publish   Publish
+	Publish Publish
+	// Storage is where PostgreSQL keeps its data: StorageVolume or
+	// StorageTmpfs.
+	Storage   string
 	DeclRange hcl.Range
 }
 

@@ -17,6 +17,7 @@ var providerBlockSchema = &hcl.BodySchema{
 		{Name: "publish_address"},
 		{Name: "advertise_host"},
 		{Name: "tls"},
+		{Name: "storage"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "image", LabelNames: []string{"service"}}},
 }
@@ -32,6 +33,16 @@ var imageBlockSchema = &hcl.BodySchema{
 const (
 	DefaultMemoryMB  = 1024
 	DefaultPidsLimit = 1024
+)
+
+// Where PostgreSQL keeps its data directory (provider storage).
+const (
+	// StorageVolume: an anonymous volume removed with the container. The
+	// idle cluster's pages are page cache the kernel can reclaim.
+	StorageVolume = "volume"
+	// StorageTmpfs: a tmpfs. The first start is faster (no filesystem
+	// journal), and every page of the cluster is pinned memory.
+	StorageTmpfs = "tmpfs"
 )
 
 // defaultImageRef is the image a catalog service runs when the provider
@@ -51,7 +62,7 @@ func defaultImageRef(service string) string {
 // defaults, so Config.Provider is always set and names an image for every
 // catalog service.
 func (l *loader) decodeProvider(blocks hcl.Blocks) hcl.Diagnostics {
-	p := &Provider{Images: map[string]Image{}, MemoryMB: DefaultMemoryMB, PidsLimit: DefaultPidsLimit, Publish: DefaultPublish()}
+	p := &Provider{Images: map[string]Image{}, MemoryMB: DefaultMemoryMB, PidsLimit: DefaultPidsLimit, Publish: DefaultPublish(), Storage: StorageVolume}
 	l.cfg.Provider = p
 	var diags hcl.Diagnostics
 	for i, b := range blocks {
@@ -106,6 +117,19 @@ func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics 
 			p.MemoryMB = n
 		} else {
 			p.PidsLimit = n
+		}
+	}
+	if attr, ok := content.Attributes["storage"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		if s, ok, more := typed(v, attr.Expr, cty.String, "storage"); !ok {
+			diags = append(diags, more...)
+		} else if st := s.AsString(); st != StorageVolume && st != StorageTmpfs {
+			diags = append(diags, errorDiag("Invalid storage",
+				fmt.Sprintf("storage is %s; it must be %q (the default: PostgreSQL data on an anonymous volume, page cache the kernel can reclaim) or %q (a faster first start, with every page of the data held in memory).", quote(st), StorageVolume, StorageTmpfs),
+				attr.Expr.Range()))
+		} else {
+			p.Storage = st
 		}
 	}
 	if attr, ok := content.Attributes["networks"]; ok {

@@ -80,3 +80,14 @@ sandbox "more" {
 		t.Errorf("network references (-want +got):\n%s", diff)
 	}
 }
+
+// TestProviderStorage: a volume unless the provider asks for a tmpfs.
+func TestProviderStorage(t *testing.T) {
+	if got := load(t, "project \"p\" { services = [\"postgres\"] }\n", Input{}).Provider.Storage; got != StorageVolume {
+		t.Errorf("default storage %q, want %q", got, StorageVolume)
+	}
+	cfg := load(t, "provider \"docker\" {\n  storage = \"tmpfs\"\n}\nproject \"p\" { services = [\"postgres\"] }\n", Input{})
+	if cfg.Provider.Storage != StorageTmpfs {
+		t.Errorf("storage %q, want %q", cfg.Provider.Storage, StorageTmpfs)
+	}
+}

@@ -47,6 +47,10 @@ func TestValidateInterrupt(t *testing.T) {
 	if !strings.Contains(stderr, "Error: interrupted: the configuration was not fully loaded") {
 		t.Errorf("stderr does not say validate was interrupted")
 	}
+	// validate changes nothing, so the notice does not speak of changes.
+	if !strings.Contains(stderr, "Interrupt received: stopping.") || strings.Contains(stderr, "no new changes") {
+		t.Errorf("stderr does not give the read-only interrupt notice")
+	}
 	if strings.Contains(stderr, "goroutine ") {
 		t.Errorf("stack trace on stderr")
 	}

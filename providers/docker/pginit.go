@@ -20,9 +20,10 @@ import (
 // server. Setting up there takes about 90 ms against 200–250 ms for the
 // logins and round trips of an admin session after start, and the real
 // server's first TCP answer already comes from a finished sandbox. A
-// restarted container keeps its data directory (a volume, see
-// pgDataMounts), so the role, password, extensions and data survive it
-// (the engine picks a new host port). psql runs with ON_ERROR_STOP, so a
+// restarted container keeps its data directory on a volume (see
+// pgDataMounts), so the role, password, extensions and data survive it;
+// on a tmpfs it initialises afresh and runs the script again (same role,
+// password and extensions). The engine picks a new host port. psql runs with ON_ERROR_STOP, so a
 // failing statement stops the entrypoint: the container exits and Create
 // reports its log.
 const (

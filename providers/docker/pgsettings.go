@@ -1,6 +1,10 @@
 package docker
 
-import "github.com/docker/docker/api/types/image"
+import (
+	"github.com/docker/docker/api/types/image"
+
+	"github.com/sandboxer/sandboxer/config"
+)
 
 // pgLeanArgs are server settings for a disposable instance, chosen for
 // memory: the shared-memory pages the server touches are the container's
@@ -41,21 +45,28 @@ var pgLeanArgs = []string{
 // and 1 MB WAL segments instead of 16 MB, so the WAL kept is a few MB.
 const pgInitdbArgs = "--nosync --wal-segsize=1"
 
-// pgDataMounts puts the data directory on an anonymous volume, labelled
-// like the container, and a tmpfs on every other path the image declares
-// as a VOLUME (see tmpfsMounts).
+// pgDataMounts places the data directory as storage says, and puts a
+// tmpfs on every other path the image declares as a VOLUME (see
+// tmpfsMounts), so no unlabelled volume is made.
 //
-// Not a tmpfs, although nothing in it needs to outlive the container: a
-// tmpfs pins every page of an idle cluster (three template databases and
-// the app's, about 36 MB) in memory that cannot be reclaimed, and with
-// fsync off the volume's pages are ordinary page cache the kernel can
-// drop. Measured with docker stats on one idle instance: 63 MiB on a
-// tmpfs, 45 MiB on a volume; a first start takes about 0.3 s longer.
-// Not the container's writable layer either: on a fuse-overlayfs engine
+// The default, config.StorageVolume, is an anonymous volume labelled like
+// the container. Nothing in it needs to outlive the container, but a tmpfs
+// pins every page of an idle cluster (three template databases and the
+// app's, about 36 MB) in memory that cannot be reclaimed, while with fsync
+// off the volume's pages are ordinary page cache the kernel can drop.
+// Measured with docker stats on one idle bare cluster: 63 MiB on a tmpfs,
+// 45 MiB on a volume; a postgres+redis sandbox 52–55 MiB against 78 MiB.
+// The price is the first start: initdb and CREATE DATABASE go through the
+// filesystem's journal, about 0.5–0.8 s more on this machine (ext4 with
+// discard), which config.StorageTmpfs buys back for those who have the
+// memory. Not the container's writable layer: on a fuse-overlayfs engine
 // every write goes through FUSE, and initdb was slowest there. A volume is
 // also what a plain `docker run postgres` gets (the image declares one),
-// and the data now survives a container restart as it would there.
-func pgDataMounts(ii image.InspectResponse, pgdata string) (tmpfs map[string]string, volumes []string) {
+// and the data survives a container restart as it would there.
+func pgDataMounts(ii image.InspectResponse, pgdata, storage string) (tmpfs map[string]string, volumes []string) {
+	if storage == config.StorageTmpfs {
+		return tmpfsMounts(ii, pgdata), nil
+	}
 	tmpfs = tmpfsMounts(ii)
 	delete(tmpfs, pgdata)
 	return tmpfs, []string{pgdata}

@@ -22,8 +22,8 @@ const (
 
 // startPostgres runs the official-image contract with sandboxer's admin as
 // POSTGRES_USER (the image makes it a superuser), the data directory on a
-// labelled anonymous volume (see pgDataMounts) and durability switched off
-// (a sandbox is disposable). The app role,
+// labelled anonymous volume or a tmpfs (see pgDataMounts) and durability
+// switched off (a sandbox is disposable). The app role,
 // its database and the requested extensions are made by an init script
 // during the image's first start (see pginit.go); readiness is the app
 // role's own login and SELECT 1, on the connection that then checks the
@@ -62,7 +62,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		},
 		Port: postgresPort,
 	}
-	spec.Tmpfs, spec.Volumes = pgDataMounts(ii, pgdata)
+	spec.Tmpfs, spec.Volumes = pgDataMounts(ii, pgdata, p.cfg.Storage)
 	spec.Cmd = append(spec.Cmd, pgLeanArgs...)
 	spec.Cmd = append(spec.Cmd, preloadArgs(feats)...)
 	if t := b.reach.tls; t != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxer/sandboxer/apply"
@@ -44,6 +45,10 @@ type Factory struct {
 	// Interrupt closes on the first Ctrl-C: apply stops starting new work.
 	// A nil channel never closes.
 	Interrupt <-chan struct{}
+	// readOnly is set once the command line names a command that changes
+	// nothing, so the first Ctrl-C's notice does not speak of changes in
+	// flight (see interruptNotice).
+	readOnly atomic.Bool
 	// hard is cancelled on the second Ctrl-C: in-flight work is abandoned.
 	// Commands get a context cancelled already on the first.
 	hard context.Context

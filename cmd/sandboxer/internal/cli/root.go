@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,7 +64,7 @@ func Main() int {
 	go func() {
 		<-sigs
 		close(interrupt)
-		fmt.Fprintln(f.IO.Err, "\nInterrupt received: no new changes will start; finishing or rolling back those in flight. Press Ctrl-C again to stop at once.")
+		fmt.Fprintln(f.IO.Err, "\n"+f.interruptNotice())
 		<-sigs
 		cancel()
 	}()
@@ -146,5 +147,27 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newResetCmd(f, nil),
 	)
 	completeAddressFlags(f, root)
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		f.readOnly.Store(readOnlyCommand(cmd.CommandPath()))
+	}
 	return root
+}
+
+// readOnlyCommand reports whether the command at path changes no sandbox
+// and no state, so that an interrupt just stops it.
+func readOnlyCommand(path string) bool {
+	switch strings.TrimPrefix(path, "sandboxer ") {
+	case "validate", "fmt", "plan", "show", "env", "output", "version",
+		"state list", "state show", "snapshot list":
+		return true
+	}
+	return false
+}
+
+// interruptNotice is what the first Ctrl-C prints.
+func (f *Factory) interruptNotice() string {
+	if f.readOnly.Load() {
+		return "Interrupt received: stopping."
+	}
+	return "Interrupt received: no new changes will start; finishing or rolling back those in flight. Press Ctrl-C again to stop at once."
 }

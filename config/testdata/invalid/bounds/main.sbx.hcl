@@ -2,6 +2,7 @@
 provider "docker" {
   memory_mb  = 1000000000000000 # ERROR: Invalid value
   pids_limit = 8                # ERROR: Invalid value
+  storage    = "ramdisk"        # ERROR: Invalid storage
   image "postgres" {
     ref = "--privileged" # ERROR: Invalid image reference
   }
