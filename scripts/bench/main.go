@@ -7,6 +7,10 @@
 //     AUTH+PING), median of N runs, and their ratio;
 //   - a no-op `sandboxer apply` over 10 live sandboxes (refresh probes all).
 //
+// Both cold starts are measured twice: PostgreSQL's data on a volume (the
+// image's own VOLUME for docker run; sandboxer's default storage) and on a
+// tmpfs (docker run --tmpfs; storage = "tmpfs").
+//
 // Usage: go run ./scripts/bench [-runs 5] [-bin bin/sandboxer]
 package main
 
@@ -32,7 +36,11 @@ const (
 	benchSecret = "bench-only-password"
 )
 
-const providerBlock = `provider "docker" {
+// providerBlock is the configuration of every bench sandbox, with
+// PostgreSQL's data where storage says.
+func providerBlock(storage string) string {
+	return `provider "docker" {
+  storage = "` + storage + `"
   image "postgres" { ref = "` + pgImage + `" }
   image "redis" {
     ref     = "` + redisImage + `"
@@ -45,6 +53,7 @@ project "bench" {
   extensions = { postgres = ["vector"], redis = ["search"] }
 }
 `
+}
 
 func main() {
 	runs := flag.Int("runs", 5, "cold starts to measure for each side")
@@ -54,33 +63,44 @@ func main() {
 	check(err)
 	ctx := context.Background()
 
-	var raw, sbx []time.Duration
-	for i := range *runs {
-		// Alternate so load drift on a shared machine hits both sides.
-		raw = append(raw, rawColdStart(ctx, i))
-		sbx = append(sbx, sandboxerColdStart(abs, i))
-		fmt.Printf("run %d: docker run %v, sandboxer apply %v\n", i+1, raw[i].Round(time.Millisecond), sbx[i].Round(time.Millisecond))
+	// Each side with PostgreSQL's data in the same place: a volume (what
+	// a plain docker run of the image gets, and sandboxer's default) and
+	// a tmpfs (docker run --tmpfs, storage = "tmpfs").
+	for _, storage := range []string{"volume", "tmpfs"} {
+		var raw, sbx []time.Duration
+		for i := range *runs {
+			// Alternate so load drift on a shared machine hits both sides.
+			raw = append(raw, rawColdStart(ctx, i, storage))
+			sbx = append(sbx, sandboxerColdStart(abs, i, storage))
+			fmt.Printf("%s run %d: docker run %v, sandboxer apply %v\n", storage, i+1, raw[i].Round(time.Millisecond), sbx[i].Round(time.Millisecond))
+		}
+		r, s := median(raw), median(sbx)
+		fmt.Printf("\ncold time-to-ready, postgres[vector]+redis[search], data on a %s, median of %d:\n", storage, *runs)
+		fmt.Printf("  docker run + probe : %v\n", r.Round(time.Millisecond))
+		fmt.Printf("  sandboxer apply    : %v\n", s.Round(time.Millisecond))
+		fmt.Printf("  ratio              : %.2fx\n\n", float64(s)/float64(r))
 	}
-	r, s := median(raw), median(sbx)
-	fmt.Printf("\ncold time-to-ready, postgres[vector]+redis[search], median of %d:\n", *runs)
-	fmt.Printf("  docker run + probe : %v\n", r.Round(time.Millisecond))
-	fmt.Printf("  sandboxer apply    : %v\n", s.Round(time.Millisecond))
-	fmt.Printf("  ratio              : %.2fx\n", float64(s)/float64(r))
 
 	noop := noopApply(abs, 10, *runs)
 	fmt.Printf("\nno-op apply over 10 live sandboxes, median of %d: %v\n", *runs, noop.Round(time.Millisecond))
 }
 
 // rawColdStart starts both containers with docker run, as a user without
-// sandboxer would, then waits with the same probe sandboxer uses.
-func rawColdStart(ctx context.Context, i int) time.Duration {
+// sandboxer would, then waits with the same probe sandboxer uses. With
+// storage "tmpfs" PostgreSQL's data is on a tmpfs, else on the anonymous
+// volume the image declares.
+func rawColdStart(ctx context.Context, i int, storage string) time.Duration {
 	pg := fmt.Sprintf("sbx-bench-raw-pg-%d-%d", os.Getpid(), i)
 	rd := fmt.Sprintf("sbx-bench-raw-redis-%d-%d", os.Getpid(), i)
-	defer docker("rm", "-f", pg, rd)
+	defer docker("rm", "-f", "-v", pg, rd)
+	args := []string{"run", "-d", "--name", pg, "--label", "dev.sandboxer.bench=1", "-p", "127.0.0.1::5432",
+		"-e", "POSTGRES_PASSWORD=" + benchSecret, "-e", "POSTGRES_INITDB_ARGS=--nosync"}
+	if storage == "tmpfs" {
+		args = append(args, "--tmpfs", "/var/lib/postgresql/data")
+	}
+	args = append(args, pgImage, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	start := time.Now()
-	docker("run", "-d", "--name", pg, "-p", "127.0.0.1::5432", "-e", "POSTGRES_PASSWORD="+benchSecret,
-		"-e", "POSTGRES_INITDB_ARGS=--nosync", "--tmpfs", "/var/lib/postgresql/data", pgImage,
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	docker(args...)
 	docker("run", "-d", "--name", rd, "-p", "127.0.0.1::6379", redisImage,
 		"redis-server", "--requirepass", benchSecret, "--loadmodule", searchPath)
 	pgPort := port(pg, "5432/tcp")
@@ -102,11 +122,11 @@ func rawColdStart(ctx context.Context, i int) time.Duration {
 }
 
 // sandboxerColdStart times a whole `sandboxer apply` of one new sandbox.
-func sandboxerColdStart(bin string, i int) time.Duration {
+func sandboxerColdStart(bin string, i int, storage string) time.Duration {
 	dir, err := os.MkdirTemp("", "sbx-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	write(dir, providerBlock+"\nsandbox \"cold\" {\n  project = project.bench\n}\n")
+	write(dir, providerBlock(storage)+"\nsandbox \"cold\" {\n  project = project.bench\n}\n")
 	start := time.Now()
 	sandboxer(dir, bin, "apply", "--auto-approve")
 	d := time.Since(start)
@@ -121,7 +141,7 @@ func noopApply(bin string, n, runs int) time.Duration {
 	check(err)
 	defer os.RemoveAll(dir)
 	var b strings.Builder
-	b.WriteString(providerBlock)
+	b.WriteString(providerBlock("volume"))
 	for i := range n {
 		fmt.Fprintf(&b, "\nsandbox \"s%02d\" {\n  project = project.bench\n}\n", i)
 	}
