@@ -6,6 +6,7 @@ import (
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/state"
 )
 
 // Sandbox is a requested instance with its credentials (SPEC §8's
@@ -61,15 +62,21 @@ func (s *Sandboxer) Extend(ctx context.Context, address, key, ttl string) (*Inst
 	return &in, nil
 }
 
-// List returns the on-demand instances in state, without credentials.
+// List returns the on-demand instances in state, without credentials. A
+// record that cannot be read does not hide the others: they are returned
+// together with an error naming every damaged record and how to restore
+// or remove it.
 func (s *Sandboxer) List(ctx context.Context) ([]Instance, error) {
-	recs, err := s.Broker().List(ctx)
+	recs, damaged, err := s.Broker().List(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}
 	out := make([]Instance, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, views.NewJSONInstance(r))
+	}
+	if len(damaged) > 0 {
+		return out, classify((&state.Snapshot{Damaged: damaged}).DamagedError())
 	}
 	return out, nil
 }

@@ -130,6 +130,15 @@ type ReleaseResult struct {
 // SandboxList is GET /v1/sandboxes's answer.
 type SandboxList struct {
 	Sandboxes []Instance `json:"sandboxes"`
+	// Damaged are the records the state holds but cannot read: listed
+	// beside the rest (which stay usable), each with what to do about it.
+	Damaged []DamagedRecord `json:"damaged,omitempty"`
+}
+
+// DamagedRecord is one state record that cannot be read.
+type DamagedRecord struct {
+	Address string `json:"address"`
+	Error   string `json:"error"`
 }
 
 // Health is GET /healthz's answer.

@@ -259,7 +259,7 @@ func TestReleaseAndExtend(t *testing.T) {
 	if ok, err := e.b.Release(ctx, "sandbox.agent", "r"); ok || err != nil {
 		t.Fatalf("second release: %v %v", ok, err)
 	}
-	recs, err := e.b.List(ctx)
+	recs, _, err := e.b.List(ctx)
 	if err != nil || len(recs) != 0 {
 		t.Errorf("list after release: %v %v", recs, err)
 	}

@@ -92,12 +92,14 @@ func (b *Broker) Extend(ctx context.Context, address, key, ttl string) (*state.R
 	return rec, nil
 }
 
-// List returns every on-demand record, sorted by address. Records hold
-// credentials: callers must show them without (views.NewJSONInstance).
-func (b *Broker) List(ctx context.Context) ([]*state.Record, error) {
-	snap, err := b.Store.Snapshot(ctx)
+// List returns every on-demand record, sorted by address, and the records
+// it could not read (address → why), which a listing reports beside the
+// rest rather than failing whole. Records hold credentials: callers must
+// show them without (views.NewJSONInstance).
+func (b *Broker) List(ctx context.Context) ([]*state.Record, map[string]error, error) {
+	snap, err := b.Store.Inspect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []*state.Record
 	for _, r := range snap.Records {
@@ -106,5 +108,5 @@ func (b *Broker) List(ctx context.Context) ([]*state.Record, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
-	return out, nil
+	return out, snap.Damaged, nil
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/apply"
@@ -69,7 +71,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	recs, err := s.broker.List(r.Context())
+	recs, damaged, err := s.broker.List(r.Context())
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -77,6 +79,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	out := api.SandboxList{Sandboxes: make([]api.Instance, 0, len(recs))}
 	for _, rec := range recs {
 		out.Sandboxes = append(out.Sandboxes, views.NewJSONInstance(rec))
+	}
+	for _, addr := range slices.Sorted(maps.Keys(damaged)) {
+		out.Damaged = append(out.Damaged, api.DamagedRecord{Address: addr, Error: damaged[addr].Error()})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

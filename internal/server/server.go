@@ -22,7 +22,7 @@ type Broker interface {
 	Request(ctx context.Context, req ondemand.Request) (*ondemand.Result, error)
 	Release(ctx context.Context, address, key string) (bool, error)
 	Extend(ctx context.Context, address, key, ttl string) (*state.Record, error)
-	List(ctx context.Context) ([]*state.Record, error)
+	List(ctx context.Context) ([]*state.Record, map[string]error, error)
 }
 
 // MaxBody bounds a request body; larger ones get 413.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -44,9 +45,11 @@ func (f *fakeBroker) Extend(ctx context.Context, address, key, ttl string) (*sta
 		Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}}, nil
 }
 
-func (f *fakeBroker) List(ctx context.Context) ([]*state.Record, error) {
+// List has one damaged record beside the readable one.
+func (f *fakeBroker) List(ctx context.Context) ([]*state.Record, map[string]error, error) {
 	return []*state.Record{{Address: `sandbox.agent["a"]`, OnDemand: true,
-		Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}}}, nil
+			Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}}},
+		map[string]error{`sandbox.agent["b"]`: errors.New("record sandbox.agent[\"b\"] is not valid JSON")}, nil
 }
 
 func call(t *testing.T, h http.Handler, method, path, token, body string) (*httptest.ResponseRecorder, map[string]any) {
@@ -95,6 +98,7 @@ func TestAPI(t *testing.T) {
 		{"release nothing", "POST", "/v1/release", "t0ken", `{"address":"sandbox.agent","key":"gone"}`, 200, `"released": false`},
 		{"extend", "POST", "/v1/extend", "t0ken", `{"address":"sandbox.agent","key":"k","ttl":"1h"}`, 200, `"expires_at": "1970-01-01T00:00:00Z"`},
 		{"list", "GET", "/v1/sandboxes", "t0ken", ``, 200, `"address": "sandbox.agent[\"a\"]"`},
+		{"list reports a damaged record beside the rest", "GET", "/v1/sandboxes", "t0ken", ``, 200, `"damaged": [`},
 		{"wrong method", "GET", "/v1/request", "t0ken", ``, 405, "not allowed"},
 		{"unknown route", "GET", "/v2/x", "t0ken", ``, 404, "no route"},
 	} {
