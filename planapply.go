@@ -66,7 +66,7 @@ func (s *Sandboxer) Plan(ctx context.Context, o PlanOptions) (*plan.Plan, error)
 		if err != nil {
 			return nil, classify(err)
 		}
-		if err := apply.Preflight(ctx, prov, p.Changes); err != nil {
+		if err := apply.Preflight(ctx, prov, p.Changes, s.mover()); err != nil {
 			return nil, classify(err)
 		}
 	}
@@ -99,7 +99,7 @@ func (s *Sandboxer) Apply(ctx context.Context, p *plan.Plan, o ApplyOptions) (ap
 	if err != nil {
 		return apply.Result{}, classify(err)
 	}
-	if err := apply.Preflight(ctx, prov, p.Changes); err != nil {
+	if err := apply.Preflight(ctx, prov, p.Changes, s.mover()); err != nil {
 		return apply.Result{}, classify(err)
 	}
 	lineage, err := s.store.EnsureLineage(ctx)

@@ -9,9 +9,11 @@ import (
 // Preflight checks, before anything is created, that the provider can carry
 // out every create and replace of changes: the images are there (or can be
 // pulled) and provide every planned feature. A shortfall comes back as a
-// *plan.UnprovidableError listing all of them at once. Changes without a
-// create or replace need nothing and touch nothing.
-func Preflight(ctx context.Context, p Provider, changes []*plan.Change) error {
+// *plan.UnprovidableError listing all of them at once. Then, when data (may
+// be nil) is a SeedChecker, that every seed fits its instance (a seed
+// snapshot needs the features its source had). Changes without a create or
+// replace need nothing and touch nothing.
+func Preflight(ctx context.Context, p Provider, changes []*plan.Change, data DataMover) error {
 	services := (&plan.Plan{Changes: changes}).ServicesToStart()
 	if len(services) == 0 {
 		return nil
@@ -20,5 +22,8 @@ func Preflight(ctx context.Context, p Provider, changes []*plan.Change) error {
 	if err != nil {
 		return err
 	}
-	return plan.Unprovidable(changes, caps)
+	if err := plan.Unprovidable(changes, caps); err != nil {
+		return err
+	}
+	return checkSeeds(ctx, data, changes)
 }

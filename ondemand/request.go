@@ -174,10 +174,14 @@ func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefi
 	addr := t.String()
 	// Images and features are checked before anything is made, as plan
 	// does for apply.
-	if err := apply.Preflight(ctx, b.Provider, []*plan.Change{ch}); err != nil {
+	if err := apply.Preflight(ctx, b.Provider, []*plan.Change{ch}, b.Data); err != nil {
 		var ue *plan.UnprovidableError
 		if errors.As(err, &ue) {
 			return nil, &Error{Kind: Unavailable, Msg: ue.Error(), Err: err}
+		}
+		var se *apply.SeedMisfitError
+		if errors.As(err, &se) {
+			return nil, &Error{Kind: Unavailable, Msg: se.Error(), Err: err}
 		}
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
@@ -86,6 +87,28 @@ func containsService(rec *state.Record, svc string) bool {
 		}
 	}
 	return false
+}
+
+// CheckSeed tells, before the instance at addr is created, whether seed
+// fits what it will have: the seed snapshot exists and its source had no
+// service or feature the instance lacks, and seed SQL has a postgres to
+// run in (apply.SeedChecker). The snapshot's files are verified when it
+// is loaded.
+func (m Mover) CheckSeed(ctx context.Context, addr string, services []string, features config.FeatureSet, seed *config.Seed) error {
+	if seed == nil {
+		return nil
+	}
+	if len(seed.SQL) > 0 && !slices.Contains(services, "postgres") {
+		return errors.New("seed_sql needs postgres, which this sandbox does not run")
+	}
+	if seed.Snapshot == "" {
+		return nil
+	}
+	man, err := m.Store.Load(seed.Snapshot)
+	if err != nil {
+		return err
+	}
+	return CheckFeatures(man, &state.Record{Address: addr, Services: services, Features: features})
 }
 
 // MoverFor returns a Mover over provider when it can move data (it

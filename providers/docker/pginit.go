@@ -69,7 +69,20 @@ func initScript(c state.Credentials, verifier string, feats, allowed []string) [
 	// FILE_COPY copies template1's few files instead of WAL-logging every
 	// block (WAL_LOG, the default); its checkpoints cost nothing with fsync
 	// off and an empty cluster.
-	fmt.Fprintf(&b, "CREATE DATABASE %s OWNER %s TEMPLATE template1 STRATEGY = FILE_COPY;\n", db, role)
+	//
+	// With TimescaleDB preloaded, its launcher starts a scheduler in every
+	// database as the server starts, template1 included; that one leaves
+	// once it sees a template, but while it connects it holds a session
+	// there, and CREATE DATABASE … TEMPLATE template1 waits 5 s for it and
+	// fails (seen on a loaded machine). The app database is then copied
+	// from template0, which takes no connections, and gets every extension
+	// itself.
+	template := "template1"
+	if len(appOnly) > 0 {
+		template = "template0"
+		appOnly = feats
+	}
+	fmt.Fprintf(&b, "CREATE DATABASE %s OWNER %s TEMPLATE %s STRATEGY = FILE_COPY;\n", db, role, template)
 	if len(appOnly) > 0 {
 		fmt.Fprintf(&b, "\\connect %s\n", db)
 		b.WriteString(extensionsBlock(appOnly, allowed))

@@ -247,7 +247,9 @@ func TestImageEnvTweaks(t *testing.T) {
 
 // TimescaleDB's scheduler holds a session in every database that has the
 // extension, which makes template1 unusable as a template: it goes into
-// the app database only, after the copy.
+// the app database only, after the copy. Its launcher also visits
+// template1 as the server starts, so the app database is copied from
+// template0 and gets every extension itself.
 func TestInitScriptTimescaleDBOutsideTemplate(t *testing.T) {
 	c := state.Credentials{User: "app", Password: "p", AdminUser: "sbx_admin", AdminPassword: "a", Database: "shop"}
 	got := string(initScript(c, "v", []string{"timescaledb", "vector"}, []string{"timescaledb", "vector"}))
@@ -258,7 +260,14 @@ func TestInitScriptTimescaleDBOutsideTemplate(t *testing.T) {
 	if blk := got[tmpl:create]; !strings.Contains(blk, "FOREACH ext IN ARRAY ARRAY['vector']::text[]") {
 		t.Errorf("template1 block must create vector and not timescaledb:\n%s", blk)
 	}
-	if blk := got[app:]; !strings.Contains(blk, "FOREACH ext IN ARRAY ARRAY['timescaledb']::text[]") {
-		t.Errorf("app database block must create timescaledb:\n%s", blk)
+	if blk := got[app:]; !strings.Contains(blk, "FOREACH ext IN ARRAY ARRAY['timescaledb', 'vector']::text[]") {
+		t.Errorf("app database block must create timescaledb and vector:\n%s", blk)
+	}
+	if !strings.Contains(got, "TEMPLATE template0 STRATEGY") {
+		t.Errorf("with timescaledb the app database must be copied from template0:\n%s", got)
+	}
+	plain := string(initScript(c, "v", []string{"vector"}, []string{"timescaledb", "vector"}))
+	if !strings.Contains(plain, "TEMPLATE template1 STRATEGY") {
+		t.Errorf("without timescaledb the app database is copied from template1:\n%s", plain)
 	}
 }

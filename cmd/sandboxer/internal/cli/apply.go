@@ -127,7 +127,7 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	if c, ok := prov.(interface{ Close() error }); ok {
 		defer c.Close()
 	}
-	if err := apply.Preflight(cmd.Context(), prov, p.Changes); err != nil {
+	if err := apply.Preflight(cmd.Context(), prov, p.Changes, dataMover(f, prov)); err != nil {
 		return unprovidable(f, err, nil)
 	}
 	res, err := execute(f, store, prov, p, opts.Planning.Parallelism)

@@ -48,10 +48,17 @@ func execute(f *Factory, store *state.Store, prov apply.Provider, p *plan.Plan, 
 		Hook:        views.NewApplyHook(f.IO.Err, f.ErrColor()),
 		Parallelism: parallelism, Now: f.Now, ProgressEvery: 5 * time.Second,
 	}
-	if m, ok := snapshot.MoverFor(prov, sandboxer.SnapshotStore(f.StatePath()), f.Dir()); ok {
-		e.Data = m
-	}
+	e.Data = dataMover(f, prov)
 	return e.Apply(f.hard, f.Interrupt, p)
+}
+
+// dataMover seeds and carries data through prov, with the snapshots next
+// to the state file; nil when prov cannot move data.
+func dataMover(f *Factory, prov apply.Provider) apply.DataMover {
+	if m, ok := snapshot.MoverFor(prov, sandboxer.SnapshotStore(f.StatePath()), f.Dir()); ok {
+		return m
+	}
+	return nil
 }
 
 // ensureProvider returns the planned provider or connects one.

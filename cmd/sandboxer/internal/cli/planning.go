@@ -121,7 +121,7 @@ func makePlan(ctx context.Context, f *Factory, o PlanningOptions, operation stri
 		if err := checkNetworks(ctx, f, cfg, p.provider); err != nil {
 			return nil, err
 		}
-		if err := apply.Preflight(ctx, p.provider, p.plan.Changes); err != nil {
+		if err := apply.Preflight(ctx, p.provider, p.plan.Changes, dataMover(f, p.provider)); err != nil {
 			return nil, unprovidable(f, err, cfg)
 		}
 	}
