@@ -3,6 +3,7 @@ package docker
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -81,6 +82,9 @@ func (p *Provider) pgKeep(ctx context.Context, rec *state.Record, d snapshot.Dat
 	var list strings.Builder
 	if err := p.execIn(ctx, id, pgOSUser, []string{"pg_restore", "-l", dumpFile}, &list); err != nil {
 		return fmt.Errorf("read the dump's table of contents: %w", err)
+	}
+	if holdsHypertableChunks(list.String()) {
+		return errHypertables
 	}
 	feats := rec.Features["postgres"]
 	if err := p.copyIn(ctx, id, dir, nil, map[string][]byte{"restore.list": []byte(restoreList(list.String(), feats))}); err != nil {
@@ -197,6 +201,29 @@ func restoreList(toc string, adminCreated []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// errHypertables refuses a dump with TimescaleDB hypertables: their chunks
+// live in the extension's own schema, which only a superuser may write
+// to, and TimescaleDB restores them only between timescaledb_pre_restore()
+// and timescaledb_post_restore(), as a superuser. Data is restored as the
+// sandbox's own role, which is never one.
+var errHypertables = errors.New("the dump holds TimescaleDB hypertables, which sandboxer cannot restore yet: " +
+	"their chunks can be written only by a superuser between timescaledb_pre_restore() and timescaledb_post_restore(), " +
+	"and data is restored as the sandbox's own role; nothing was loaded")
+
+// holdsHypertableChunks reports whether a pg_restore -l table of contents
+// has objects in TimescaleDB's internal schema (hypertable chunks).
+func holdsHypertableChunks(toc string) bool {
+	for _, line := range strings.Split(toc, "\n") {
+		if strings.HasPrefix(line, ";") {
+			continue
+		}
+		if strings.Contains(line, " _timescaledb_internal ") {
+			return true
+		}
+	}
+	return false
 }
 
 func pgDatabaseExists(ctx context.Context, conn *pgx.Conn, name string) (bool, error) {
