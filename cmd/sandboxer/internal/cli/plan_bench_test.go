@@ -92,7 +92,7 @@ func benchPlan1000(b *testing.B, hcl string, addr func(int) string) {
 				"postgres": {"citext", "hstore", "pg_trgm", "pgcrypto", "postgis", "uuid-ossp", "vector"},
 				"redis":    {"search"}},
 			Credentials: map[string]state.Credentials{
-				"postgres": {Host: "127.0.0.1", Port: 40000 + i, User: "sandbox", Password: "p4ssw0rd-0123456789abcdef", Database: "sandbox",
+				"postgres": {Host: "127.0.0.1", Port: 40000 + i, User: "sandbox", Password: "p4ssw0rd-0123456789abcdef", Database: "app",
 					AdminUser: "sbx_admin", AdminPassword: "adm1n-0123456789abcdef"},
 				"redis": {Host: "127.0.0.1", Port: 50000 + i, User: "sandbox", Password: "p4ssw0rd-0123456789abcdef"}},
 			Resources: state.Resources{Network: strings.Repeat("a", 64),
