@@ -9,7 +9,7 @@ SCALE_N  ?= 200
 STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
-.PHONY: build images test vet unit fuzz bench run clean
+.PHONY: build images test vet unit benchcheck fuzz bench run clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sandboxer
@@ -26,11 +26,16 @@ vet:
 unit:
 	$(GO) test -count=1 -timeout 30m ./...
 
+# Every CPU benchmark once, so a benchmark that no longer passes fails
+# the tests rather than `make bench` (two had, unnoticed).
+benchcheck:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./config ./plan ./cmd/sandboxer/... ./state
+
 fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
 	$(GO) test ./state -run '^$$' -fuzz FuzzStateFile -fuzztime $(STATE_FUZZTIME)
 
-test: images vet unit fuzz
+test: images vet unit benchcheck fuzz
 
 bench: images build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state

@@ -46,7 +46,7 @@ func manyBlocks(n int) []byte {
 	for i := range n {
 		fmt.Fprintf(&b, "sandbox \"s%04d\" {\n  for_each = toset([\"a\"])\n  project  = project.p\n}\n", i)
 	}
-	b.WriteString("output \"u\" {\n  value = sandbox.s0000[\"a\"].postgres.url\n}\n")
+	b.WriteString("output \"u\" {\n  value     = sandbox.s0000[\"a\"].postgres.url\n  sensitive = true\n}\n")
 	return []byte(b.String())
 }
 
