@@ -156,6 +156,11 @@ func (m *meter) wrap(name string, f function.Function) function.Function {
 			for _, a := range args {
 				m.used = m.used.add(measure(a))
 			}
+			// Checked before the call: hcl goes on looping after a call
+			// fails, and each later call would otherwise still run.
+			if m.used.elems > MaxEvalElements || m.used.bytes > MaxEvalBytes {
+				return cty.DynamicVal, fmt.Errorf("the function calls of this configuration have together taken and built more than %d elements or %d MiB of strings; configurations are limited so that evaluating them cannot exhaust memory or run for hours", MaxEvalElements, MaxEvalBytes>>20)
+			}
 			if est, ok := estimate(name, args); ok {
 				if what := est.over(); what != "" {
 					return cty.DynamicVal, limitError(what)

@@ -217,6 +217,9 @@ func (w *loopWalker) iterations(coll hclsyntax.Expression) (iters, reach int64) 
 		}
 		return lengthAndReach(v)
 	}
+	// Never below 1: a collection built from an iterator's plain value
+	// ([a], split(",", a)) still runs what is nested in it.
+	iters, reach = max(iters, 1), max(reach, 1)
 	for _, tr := range coll.Variables() {
 		if _, ok := w.bounds[tr.RootName()]; ok {
 			continue
@@ -238,7 +241,7 @@ func (w *loopWalker) iterations(coll hclsyntax.Expression) (iters, reach int64) 
 // lengthAndReach returns v's length and the most elements any one of its
 // elements holds through nesting.
 func lengthAndReach(v cty.Value) (length, reach int64) {
-	v, _ = v.UnmarkDeep()
+	v, _ = v.Unmark()
 	if !v.IsKnown() || v.IsNull() {
 		return 0, 0
 	}

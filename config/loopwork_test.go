@@ -29,6 +29,7 @@ func TestLoopWorkRefused(t *testing.T) {
 		{"nested in a local", project + "locals {\n  big = " + big + "\n  x = length([for a in local.big : [for b in local.big : [for c in local.big : c]]])\n}\n", 6},
 		{"for in a for's collection", project + "locals {\n  big = " + big + "\n  x = [for x in [for a in local.big : [for b in local.big : b]] : x]\n}\n", 6},
 		{"dependent inner collection", project + "locals {\n  big = [for i in " + numbers(900) + " : " + numbers(1000) + "]\n  x = [for row in local.big : [for a in row : [for b in row : b]]]\n}\n", 6},
+		{"nested under a collection of a plain value", project + "locals {\n  big = " + big + "\n  x = length([for a in local.big : [for b in [a] : [for c in local.big : [for d in local.big : 1]]]])\n}\n", 6},
 		{"template directive", project + "locals {\n  big = " + big + "\n  x = \"%{for a in local.big}%{for b in local.big}.%{endfor}%{endfor}\"\n}\n", 6},
 		{"variable default", project + "variable \"v\" {\n  default = [for a in " + big + " : [for b in " + big + " : b]]\n}\n", 5},
 		{"budget shared across locals", project + "locals {\n  big = " + numbers(800) + "\n  x = [for a in local.big : [for b in local.big : b]]\n  y = [for a in local.big : [for b in local.big : b]]\n}\n", 7},
