@@ -36,7 +36,7 @@ const (
 // initScript is the SQL the entrypoint runs: the app role, from a SCRAM
 // verifier computed here (the clear-text password never enters the
 // container), the requested extensions in template1, and the app database
-// cloned from template1. feats must already be on the allowlist (validate);
+// cloned from template1 (from template0 with timescaledb, see below). feats must already be on the allowlist (validate);
 // allowed is the whole allowlist, for the dependency check in
 // extensionsBlock.
 //
