@@ -59,9 +59,11 @@ func newEngine(t testing.TB) *engine {
 	// The engine is shared with other test runs; a loaded machine can
 	// take far longer than a minute to initdb.
 	prov.ReadyTimeout = 4 * time.Minute
-	var b [8]byte
+	// A random lineage of its own, no fixed prefix: names carry 12 of its
+	// characters, and runs sharing the engine must never collide.
+	var b [16]byte
 	_, _ = rand.Read(b[:])
-	e := &engine{prov: prov, lineage: "snaptest-" + hex.EncodeToString(b[:])}
+	e := &engine{prov: prov, lineage: hex.EncodeToString(b[:])}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

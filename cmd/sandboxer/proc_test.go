@@ -224,15 +224,15 @@ func cleanupLineage(t *testing.T, dir string) {
 			return
 		}
 		filter := "label=dev.sandboxer.lineage=" + lineage
-		for _, argv := range [][]string{{"ps", "-aq", "--filter", filter}, {"network", "ls", "-q", "--filter", filter}} {
+		for _, argv := range [][]string{{"ps", "-aq", "--filter", filter}, {"network", "ls", "-q", "--filter", filter}, {"volume", "ls", "-q", "--filter", filter}} {
 			out, _ := exec.Command("docker", argv...).Output()
 			ids := strings.Fields(string(out))
 			if len(ids) == 0 {
 				continue
 			}
 			rm := []string{"rm", "-f", "-v"}
-			if argv[0] == "network" {
-				rm = []string{"network", "rm"}
+			if argv[0] == "network" || argv[0] == "volume" {
+				rm = []string{argv[0], "rm"}
 			}
 			_ = exec.Command("docker", append(rm, ids...)...).Run()
 		}

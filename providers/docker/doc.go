@@ -1,5 +1,6 @@
 // Package docker provisions sandbox instances on a Docker engine: one bridge
-// network per instance and one container per service (PostgreSQL, Redis),
+// network per state lineage, shared by its instances with inter-container
+// traffic off, and one container per service (PostgreSQL, Redis),
 // each ready only once a real protocol probe with the handed-out credentials
 // succeeds. It implements apply.Provider.
 //
@@ -9,10 +10,15 @@
 //
 // What this package must never do:
 //   - pull or build images during Create (Check may try a pull, at plan time);
-//   - publish a port on anything but 127.0.0.1, run a container privileged or
-//     without no-new-privileges, or create anonymous volumes;
-//   - start a container anywhere but on its instance's own network (they are
-//     created on the default bridge and moved before start; network.go);
+//   - publish a port on anything but the configured publish address
+//     (127.0.0.1 by default), run a container privileged or without
+//     no-new-privileges, or create a volume without its labels;
+//   - start a container anywhere but on its lineage's network (and the user
+//     networks its configuration names), or make that network without the
+//     lineage's engine lock: the engine lets two networks share a name, and
+//     containers join theirs by name (network.go, enginelock.go);
+//   - give two states' resources the same name: names carry 12 characters
+//     of the lineage (names.go);
 //   - hand out a superuser (PostgreSQL) or a Redis user that can load
 //     modules, change configuration or run debug commands;
 //   - put a password in an error, a log line, a label, a container name, an

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -127,7 +128,11 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]Managed, 
 	if err != nil {
 		return nil, p.engineErr("list volumes", err)
 	}
+	now := time.Now()
 	for _, v := range vs.Volumes {
+		if lockMayBeHeld(v.Labels, v.CreatedAt, now) {
+			continue
+		}
 		out = append(out, managedFrom(KindVolume, v.Name, v.Name, v.Labels))
 	}
 	return out, nil

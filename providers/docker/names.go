@@ -8,12 +8,13 @@ import (
 )
 
 // maxAddrPart bounds the address part of a name so that names stay readable
-// and well under the 63-character DNS label limit that network aliases and
-// host names share.
-const maxAddrPart = 28
+// and within the 63-character DNS label limit that network aliases and host
+// names share (a container name is its DNS name on user networks), up to
+// generation 9999.
+const maxAddrPart = 24
 
 // instanceName is the common prefix of an instance's containers:
-// sbx-<lineage[:8]>-<addr>-g<gen>.
+// sbx-<lineagePart>-<addr>-g<gen>.
 func instanceName(lineage, address string, generation int) string {
 	return fmt.Sprintf("sbx-%s-%s-g%d", lineagePart(lineage), addressPart(address), generation)
 }
@@ -24,7 +25,7 @@ func containerName(lineage, address string, generation int, service string) stri
 }
 
 // lineageNetworkName is the network all sandboxes of a lineage share:
-// sbx-net-<lineage>. The whole lineage is in it (not 8 characters, as in
+// sbx-net-<lineage>. The whole lineage is in it (not 12 characters, as in
 // container names) because two lineages must never share a network name;
 // a lineage that is not already a safe name part, or is long, is shortened
 // and given a hash of the full value.
@@ -43,15 +44,36 @@ func lineageNetworkName(lineage string) string {
 	return "sbx-net-" + s + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
+// lineagePart is the 12 characters of the lineage that every name of its
+// instances carries. A lineage sandboxer made (a random UUID) gives its
+// first 12 hex digits, 48 random bits: two states on one engine share them
+// with odds of about 1 in 10^7 even at ten thousand states. Any other
+// lineage (tests make their own) gives up to 4 readable characters and 28
+// bits of its hash, so lineages with a common prefix never share names.
+// Eight characters, as names had before, let two test runs whose lineages
+// began alike collide on one engine.
 func lineagePart(lineage string) string {
+	if h := strings.ReplaceAll(lineage, "-", ""); len(h) >= 12 && isLowerHex(h) {
+		return h[:12]
+	}
 	s := sanitize(lineage)
-	if len(s) > 8 {
-		s = s[:8]
+	if len(s) > 4 {
+		s = strings.TrimRight(s[:4], "-._")
 	}
 	if s == "" {
 		s = "x"
 	}
-	return s
+	sum := sha256.Sum256([]byte(lineage))
+	return s + "-" + hex.EncodeToString(sum[:])[:7]
+}
+
+func isLowerHex(s string) bool {
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // addressPart turns an address into the Docker-safe, lower-case part of a

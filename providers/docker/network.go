@@ -25,13 +25,18 @@ import (
 //
 // The network is made on demand by the first Create of the lineage and
 // removed by whichever Delete, cleanup or reap leaves no container of the
-// lineage behind. Those two can race between processes; see ensureNetwork
-// and removeNetworkIfUnused for how neither breaks the other.
+// lineage behind. Creates are serialised across processes by an engine
+// lock (enginelock.go): the engine does not refuse a second network of the
+// same name reliably, and containers join the network by name, which is
+// ambiguous once two exist. A remove may still race a create: the create
+// then finds the network gone and makes it again (onNetwork), and the
+// remove never takes a network a container of the lineage was made on
+// before its check (removeNetworkIfUnused).
 
 // ensureNetwork returns the id of the lineage's network, creating it when
 // there is none. Concurrent calls in this process share one engine round
-// trip; concurrent calls from several processes converge on one network
-// (see createNetwork).
+// trip; concurrent calls from several processes are serialised by an
+// engine lock (enginelock.go), so exactly one network is ever made.
 func (p *Provider) ensureNetwork(ctx context.Context, lineage string) (string, error) {
 	ch := p.nets.DoChan(lineage, func() (any, error) {
 		// Not cancelled with the first caller's context: other callers
@@ -43,7 +48,7 @@ func (p *Provider) ensureNetwork(ctx context.Context, lineage string) (string, e
 		if err != nil || id != "" {
 			return id, err
 		}
-		return p.createNetwork(cctx, lineage)
+		return p.createNetworkOnce(cctx, lineage)
 	})
 	select {
 	case r := <-ch:
@@ -62,13 +67,18 @@ func (p *Provider) ensureNetwork(ctx context.Context, lineage string) (string, e
 }
 
 // findNetwork returns the lineage's network, found by its labels; "" when
-// there is none. Should two exist (engines before API 1.44 check names for
-// duplicates only on a best-effort basis), every process picks the same
-// one, the lowest id.
+// there is none. Two can exist only if made by a sandboxer before the
+// engine lock, or by hand; then every start by name is ambiguous, so all
+// but the lowest id are removed unless in use.
 func (p *Provider) findNetwork(ctx context.Context, lineage string) (string, error) {
 	ids, err := p.lineageNetworks(ctx, lineage)
 	if err != nil || len(ids) == 0 {
 		return "", err
+	}
+	for _, extra := range ids[1:] {
+		if err := p.removeNetwork(ctx, extra); err != nil && !inUse(err) {
+			return "", err
+		}
 	}
 	return ids[0], nil
 }
@@ -91,10 +101,24 @@ func (p *Provider) lineageNetworks(ctx context.Context, lineage string) ([]strin
 	return ids, nil
 }
 
-// createNetwork makes the lineage's network. Its default host binding
-// address is 127.0.0.1, so even a port published without an explicit
-// address would stay on loopback. A name conflict means another process
-// made it first, which is fine: that one is used.
+// createNetworkOnce makes the lineage's network under the lineage's engine
+// lock, unless a process that held the lock before made it already.
+func (p *Provider) createNetworkOnce(ctx context.Context, lineage string) (string, error) {
+	unlock, err := p.lockLineage(ctx, lineage, "network")
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	id, err := p.findNetwork(ctx, lineage)
+	if err != nil || id != "" {
+		return id, err
+	}
+	return p.createNetwork(ctx, lineage)
+}
+
+// createNetwork makes the lineage's network; the caller holds the lineage's
+// network lock. Its default host binding address is 127.0.0.1, so even a
+// port published without an explicit address would stay on loopback.
 func (p *Provider) createNetwork(ctx context.Context, lineage string) (string, error) {
 	name := lineageNetworkName(lineage)
 	resp, err := p.cli.NetworkCreate(ctx, name, network.CreateOptions{
@@ -107,32 +131,17 @@ func (p *Provider) createNetwork(ctx context.Context, lineage string) (string, e
 	})
 	switch {
 	case err == nil:
+		return resp.ID, nil
 	case cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "already exists"):
-		id, ferr := p.findNetwork(ctx, lineage)
-		if ferr != nil {
-			return "", ferr
-		}
-		if id == "" {
-			return "", fmt.Errorf("create network %s: a network of that name exists but is not labelled as this lineage's; remove or rename it", name)
-		}
-		return id, nil
+		// Under the lock, and findNetwork saw none of ours: the name is
+		// taken by a network without this lineage's labels.
+		return "", fmt.Errorf("create network %s: a network of that name exists but is not labelled as this lineage's; remove or rename it", name)
 	case strings.Contains(err.Error(), "non-overlapping IPv4 address pool"):
 		return "", fmt.Errorf("create network %s: the engine has no free address pool for another network "+
 			"(sandboxer needs one per state lineage; remove unused networks or widen default-address-pools in daemon.json): %w", name, err)
 	default:
 		return "", p.engineErr("create network "+name, err)
 	}
-	// Converge on the lowest id should a racing process have made a
-	// duplicate; ours, being empty yet, is removed if it lost.
-	id, err := p.findNetwork(ctx, lineage)
-	if err != nil {
-		return "", err
-	}
-	if id != resp.ID && id != "" {
-		_ = p.cli.NetworkRemove(ctx, resp.ID) // unused; a leftover is swept with the lineage
-		return id, nil
-	}
-	return resp.ID, nil
 }
 
 // networkGone reports whether an engine error says the network a

@@ -59,6 +59,10 @@ type Provider struct {
 	// caps remembers what each image provides (capabilities.go).
 	caps capCache
 
+	// lockStaleAfter, when set (tests only), replaces lockStale for
+	// waiters (enginelock.go).
+	lockStaleAfter time.Duration
+
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.
 	onSecrets func(...string)

@@ -154,7 +154,13 @@ func (p *Provider) removeOrphanCAFile(m Managed) error {
 	if p.CADir == "" || m.Address == "" || m.Lineage == "" || m.Generation < 1 {
 		return nil
 	}
-	path := filepath.Join(p.CADir, caFileName(m.Lineage, m.Address, m.Generation)+".ca.pem")
+	// The container's own name gives the instance name it was made with,
+	// which an older sandboxer computed differently (8 lineage characters).
+	base, ok := strings.CutSuffix(m.Name, "-"+sanitize(m.Service))
+	if !ok || m.Service == "" {
+		base = caFileName(m.Lineage, m.Address, m.Generation)
+	}
+	path := filepath.Join(p.CADir, base+".ca.pem")
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("remove CA file: %w", err)
 	}

@@ -21,13 +21,13 @@ func TestNames(t *testing.T) {
 		address string
 		want    string
 	}{
-		{"sandbox.ci", "sbx-0f1e2d3c-ci-g3-postgres"},
-		{"sandbox.api_v2", "sbx-0f1e2d3c-api_v2-g3-postgres"},
-		{"sandbox.My-Box", "sbx-0f1e2d3c-my-box-" + hash6("sandbox.My-Box") + "-g3-postgres"},
-		{`sandbox.agent["dev-7"]`, "sbx-0f1e2d3c-agent-dev-7-" + hash6(`sandbox.agent["dev-7"]`) + "-g3-postgres"},
-		{`sandbox.agent["dev 7/ü"]`, "sbx-0f1e2d3c-agent-dev-7-" + hash6(`sandbox.agent["dev 7/ü"]`) + "-g3-postgres"},
-		{`sandbox.x["` + strings.Repeat("k", 80) + `"]`, "sbx-0f1e2d3c-x-" + strings.Repeat("k", 26) + "-" + hash6(`sandbox.x["`+strings.Repeat("k", 80)+`"]`) + "-g3-postgres"},
-		{`sandbox.x["!!!"]`, "sbx-0f1e2d3c-x-" + hash6(`sandbox.x["!!!"]`) + "-g3-postgres"},
+		{"sandbox.ci", "sbx-0f1e2d3c4b5a-ci-g3-postgres"},
+		{"sandbox.api_v2", "sbx-0f1e2d3c4b5a-api_v2-g3-postgres"},
+		{"sandbox.My-Box", "sbx-0f1e2d3c4b5a-my-box-" + hash6("sandbox.My-Box") + "-g3-postgres"},
+		{`sandbox.agent["dev-7"]`, "sbx-0f1e2d3c4b5a-agent-dev-7-" + hash6(`sandbox.agent["dev-7"]`) + "-g3-postgres"},
+		{`sandbox.agent["dev 7/ü"]`, "sbx-0f1e2d3c4b5a-agent-dev-7-" + hash6(`sandbox.agent["dev 7/ü"]`) + "-g3-postgres"},
+		{`sandbox.x["` + strings.Repeat("k", 80) + `"]`, "sbx-0f1e2d3c4b5a-x-" + strings.Repeat("k", 22) + "-" + hash6(`sandbox.x["`+strings.Repeat("k", 80)+`"]`) + "-g3-postgres"},
+		{`sandbox.x["!!!"]`, "sbx-0f1e2d3c4b5a-x-" + hash6(`sandbox.x["!!!"]`) + "-g3-postgres"},
 	}
 	seen := map[string]string{}
 	for _, tt := range tests {
@@ -42,6 +42,23 @@ func TestNames(t *testing.T) {
 			t.Errorf("%q and %q share the name %q", prev, tt.address, got)
 		}
 		seen[got] = tt.address
+	}
+	// Lineages that begin alike (test runs make such) never share names;
+	// a lineage sandboxer did not make keeps a readable prefix.
+	for _, pair := range [][2]string{
+		{"snaptest-0a1b2c3d", "snaptest-0a1b2c3e"},
+		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5b-6978-8796-a5b4c3d2e1f0"},
+		{"lin", "lin-"},
+	} {
+		if x, y := instanceName(pair[0], "sandbox.keep", 1), instanceName(pair[1], "sandbox.keep", 1); x == y {
+			t.Errorf("lineages %q and %q share the instance name %q", pair[0], pair[1], x)
+		}
+	}
+	if got := lineagePart("snaptest-0a1b2c3d"); !strings.HasPrefix(got, "snap-") || len(got) != 12 {
+		t.Errorf("lineagePart(snaptest-…) = %q, want snap- and 7 hash digits", got)
+	}
+	if got, long := containerName("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", `sandbox.x["`+strings.Repeat("k", 80)+`"]`, 9999, "postgres"), 63; len(got) > long {
+		t.Errorf("name %q is %d characters, over the DNS label limit", got, len(got))
 	}
 	// Addresses that sanitize to the same text still get distinct names.
 	a, b := instanceName(lineage, `sandbox.a["b"]`, 1), instanceName(lineage, "sandbox.a-b", 1)

@@ -1,0 +1,137 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/volume"
+)
+
+// An engine lock is mutual exclusion across every process that drives one
+// engine, wherever those processes run: a volume named after the lock,
+// created with a random token. The engine creates volumes of one name under
+// a lock of its own and answers a create of a name that exists with the
+// volume already there, labels and all, so exactly one creator gets its own
+// token back and holds the lock. Network names give no such guarantee: the
+// engine's duplicate-name check is not atomic, and concurrent creates of one
+// name can all succeed (every container start by that name then fails as
+// ambiguous).
+//
+// A lock is held for one engine round trip or two (a list and a create),
+// so a waiter polls. A holder that dies leaves its volume behind; a waiter
+// that has seen the same token for lockStale takes the lock over, and the
+// label sweeps (ListManaged) remove a lock older than that.
+
+// LabelLock marks a lock volume; its value is the lock's purpose.
+const LabelLock = "dev.sandboxer.lock"
+
+const (
+	labelLockToken = "dev.sandboxer.lock-token"
+	lockPoll       = 20 * time.Millisecond
+	// lockStale is far longer than a holder keeps a lock (a network list
+	// and create, well under a second even on a loaded engine).
+	lockStale = 30 * time.Second
+)
+
+// lineageLockName is the volume that locks one purpose of one lineage.
+func lineageLockName(lineage, purpose string) string {
+	return lineageNetworkName(lineage) + "-" + purpose + "-lock"
+}
+
+// lockLineage takes the engine lock on purpose for lineage, waiting while
+// another process holds it, and returns the function that releases it.
+func (p *Provider) lockLineage(ctx context.Context, lineage, purpose string) (unlock func(), err error) {
+	name := lineageLockName(lineage, purpose)
+	token, err := lockToken()
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{
+		LabelManaged:   "true",
+		LabelLineage:   lineage,
+		LabelLock:      purpose,
+		labelLockToken: token,
+	}
+	var (
+		seen      string // the other holder's token
+		seenSince time.Time
+	)
+	for {
+		v, err := p.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels})
+		if err != nil {
+			return nil, p.engineErr("take lock "+name, err)
+		}
+		holder := v.Labels[labelLockToken]
+		if holder == token {
+			return func() {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+				defer cancel()
+				_ = p.releaseLock(rctx, name, token) // a leftover is taken over after lockStale
+			}, nil
+		}
+		switch {
+		case holder != seen:
+			seen, seenSince = holder, time.Now()
+		case time.Since(seenSince) > p.staleAfter():
+			// Its holder died with it; the check of the token makes a
+			// lock taken over meanwhile by another waiter safe from us.
+			if err := p.releaseLock(ctx, name, holder); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for lock %s: %w", name, ctx.Err())
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+func (p *Provider) staleAfter() time.Duration {
+	if p.lockStaleAfter > 0 {
+		return p.lockStaleAfter
+	}
+	return lockStale
+}
+
+// releaseLock removes the lock volume if it still carries token.
+func (p *Provider) releaseLock(ctx context.Context, name, token string) error {
+	v, err := p.cli.VolumeInspect(ctx, name)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return p.engineErr("inspect lock "+name, err)
+	}
+	if v.Labels[labelLockToken] != token {
+		return nil
+	}
+	if err := p.cli.VolumeRemove(ctx, name, true); err != nil && !cerrdefs.IsNotFound(err) {
+		return p.engineErr("release lock "+name, err)
+	}
+	return nil
+}
+
+// lockMayBeHeld reports whether a labelled volume is a lock young enough
+// that a live process may hold it: sweeps leave those alone, so a reap
+// running beside a network create cannot break the lock's exclusion.
+func lockMayBeHeld(labels map[string]string, createdAt string, now time.Time) bool {
+	if labels[LabelLock] == "" {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, createdAt)
+	return err == nil && now.Sub(t) <= lockStale
+}
+
+func lockToken() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("lock token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
