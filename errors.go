@@ -9,6 +9,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -38,6 +39,18 @@ var (
 	ErrUnavailable = api.ErrUnavailable
 )
 
+// The codes of Error, as api.Code.
+const (
+	CodeInvalid           = api.CodeInvalid
+	CodeNotFound          = api.CodeNotFound
+	CodeNotAllowed        = api.CodeNotAllowed
+	CodeBusy              = api.CodeBusy
+	CodeConflict          = api.CodeConflict
+	CodeEngineUnreachable = api.CodeEngineUnreachable
+	CodeUnavailable       = api.CodeUnavailable
+	CodeInternal          = api.CodeInternal
+)
+
 // ConfigError is a configuration that did not decode; Diagnostics carry
 // file:line:col for each problem. It matches ErrInvalid.
 type ConfigError struct {
@@ -51,6 +64,22 @@ func (e *ConfigError) Error() string { return "configuration: " + e.Diagnostics.
 // Is makes a configuration error an ErrInvalid.
 func (e *ConfigError) Is(target error) bool { return target == api.ErrInvalid }
 
+// Classify gives err the code every front end answers with: the library
+// returns it, the HTTP server turns the code into a status (and the API
+// client back into the same *Error), the CLI into its exit code. Errors
+// without a code come back as CodeInternal. It is the one classification
+// of the packages underneath; nothing else maps their errors.
+func Classify(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var ae *api.Error
+	if errors.As(classify(err), &ae) {
+		return ae
+	}
+	return &api.Error{Code: api.CodeInternal, Message: err.Error(), Err: err}
+}
+
 // classify turns the errors of the packages underneath into *Error where
 // they have a code; others pass through unchanged.
 func classify(err error) error {
@@ -61,24 +90,41 @@ func classify(err error) error {
 	if errors.As(err, &ae) {
 		return err
 	}
-	var oe *ondemand.Error
-	if errors.As(err, &oe) {
-		return &api.Error{Code: oe.Kind.Code(), Message: oe.Msg, Allowed: oe.Allowed, Err: err}
+	code, allowed, msg := codeOf(err)
+	if code == "" {
+		return err
 	}
-	var ue *plan.UnprovidableError
-	if errors.As(err, &ue) {
-		return &api.Error{Code: api.CodeUnavailable, Message: err.Error(), Err: err}
+	return &api.Error{Code: code, Message: msg, Allowed: allowed, Err: err}
+}
+
+// codeOf is the code of an error from a package underneath, "" for none.
+func codeOf(err error) (code api.Code, allowed []string, msg string) {
+	msg = err.Error()
+	var (
+		oe *ondemand.Error
+		ue *plan.UnprovidableError
+		le *state.LockedError
+		se *state.StaleError
+		mf *snapshot.MissingFeatureError
+		ce *snapshot.ChecksumError
+		sm *apply.SeedMisfitError
+		cf *ConfigError
+	)
+	switch {
+	case errors.As(err, &oe):
+		return oe.Kind.Code(), oe.Allowed, oe.Msg
+	case errors.As(err, &cf):
+		return api.CodeInvalid, nil, msg
+	case errors.As(err, &ue), errors.As(err, &mf), errors.As(err, &sm):
+		return api.CodeUnavailable, nil, msg
+	case errors.As(err, &le):
+		return api.CodeBusy, nil, msg
+	case errors.As(err, &se), errors.As(err, &ce), errors.Is(err, snapshot.ErrExists):
+		return api.CodeConflict, nil, msg
+	case errors.Is(err, snapshot.ErrNotFound), errors.Is(err, snapshot.ErrNotProvisioned):
+		return api.CodeNotFound, nil, msg
+	case errors.Is(err, apply.ErrEngine):
+		return api.CodeEngineUnreachable, nil, msg
 	}
-	var le *state.LockedError
-	if errors.As(err, &le) {
-		return &api.Error{Code: api.CodeBusy, Message: err.Error(), Err: err}
-	}
-	var se *state.StaleError
-	if errors.As(err, &se) {
-		return &api.Error{Code: api.CodeConflict, Message: err.Error(), Err: err}
-	}
-	if errors.Is(err, apply.ErrEngine) {
-		return &api.Error{Code: api.CodeEngineUnreachable, Message: err.Error(), Err: err}
-	}
-	return err
+	return "", nil, msg
 }

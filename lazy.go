@@ -2,26 +2,37 @@ package sandboxer
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"sync"
 
 	"github.com/sandboxer/sandboxer/apply"
-	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
-	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
 // lazyProvider connects to the engine on first use. A failed connect is
 // not remembered, so a long-running serve recovers when the engine comes
-// back.
+// back. It forwards Provider and, found with apply.As on the connected
+// provider, each capability the packages it is handed to use: the label
+// inventory (reap), data (snapshot) and SQL (seeds). A capability the
+// provider lacks fails the call that needs it, naming it.
 type lazyProvider struct {
 	connect func(ctx context.Context) (apply.Provider, error)
-	mu      sync.Mutex
-	p       apply.Provider
+	// owned is false for a provider the caller passed in: Close leaves it.
+	owned bool
+	mu    sync.Mutex
+	p     apply.Provider
 }
+
+var (
+	_ apply.Provider     = (*lazyProvider)(nil)
+	_ apply.Inventory    = (*lazyProvider)(nil)
+	_ snapshot.Engine    = (*lazyProvider)(nil)
+	_ snapshot.SQLRunner = (*lazyProvider)(nil)
+)
 
 func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
 	l.mu.Lock()
@@ -36,6 +47,33 @@ func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
 	l.p = p
 	return p, nil
 }
+
+// Close closes the provider if one was connected and it is ours.
+func (l *lazyProvider) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c, ok := l.p.(io.Closer); ok && l.owned {
+		return c.Close()
+	}
+	return nil
+}
+
+// capabilityOf connects and returns the provider's capability T.
+func capabilityOf[T any](ctx context.Context, l *lazyProvider, what string) (T, error) {
+	var zero T
+	p, err := l.get(ctx)
+	if err != nil {
+		return zero, err
+	}
+	c, ok := apply.As[T](p)
+	if !ok {
+		return zero, fmt.Errorf("this provider cannot %s", what)
+	}
+	return c, nil
+}
+
+// capability returns p's capability T, as apply.As.
+func capability[T any](p apply.Provider) (T, bool) { return apply.As[T](p) }
 
 func (l *lazyProvider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
 	p, err := l.get(ctx)
@@ -69,101 +107,47 @@ func (l *lazyProvider) Delete(ctx context.Context, rec *state.Record) error {
 	return p.Delete(ctx, rec)
 }
 
-// Close closes the provider if one was connected.
-func (l *lazyProvider) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if c, ok := l.p.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-// unclosable keeps Close from closing a provider the caller passed in
-// (and owns), while still letting engineInventory see its listing.
-type unclosable struct{ apply.Provider }
-
-func (u unclosable) managed() (managedEngine, bool) {
-	m, ok := u.Provider.(managedEngine)
-	return m, ok
-}
-
-// managedEngine is what the docker provider offers for finding resources
-// by their labels.
-type managedEngine interface {
-	ListManaged(ctx context.Context, lineage string) ([]docker.Managed, error)
-	DeleteManaged(ctx context.Context, items []docker.Managed) error
-}
-
-// engineInventory adapts the provider's label listing to ondemand.Inventory.
-// A provider without one (the fake) has no orphans to find.
-type engineInventory struct{ l *lazyProvider }
-
-func (e engineInventory) engine(ctx context.Context) (managedEngine, error) {
-	p, err := e.l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if u, ok := p.(unclosable); ok {
-		if m, ok := u.managed(); ok {
-			return m, nil
-		}
-		return nil, nil
-	}
-	m, ok := p.(managedEngine)
-	if !ok {
-		return nil, errors.New("this provider cannot list its resources by label")
-	}
-	return m, nil
-}
-
-func (e engineInventory) ListManaged(ctx context.Context, lineage string) ([]ondemand.Resource, error) {
-	m, err := e.engine(ctx)
-	if err != nil || m == nil {
-		return nil, err
-	}
-	items, err := m.ListManaged(ctx, lineage)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ondemand.Resource, len(items))
-	for i, it := range items {
-		out[i] = ondemand.Resource{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Lineage: it.Lineage, Generation: it.Generation}
-	}
-	return out, nil
-}
-
-func (e engineInventory) DeleteManaged(ctx context.Context, items []ondemand.Resource) error {
-	m, err := e.engine(ctx)
-	if err != nil || m == nil {
-		return err
-	}
-	in := make([]docker.Managed, len(items))
-	for i, it := range items {
-		in[i] = docker.Managed{Kind: it.Kind, ID: it.ID, Name: it.Name, Address: it.Address, Lineage: it.Lineage, Generation: it.Generation}
-	}
-	return m.DeleteManaged(ctx, in)
-}
-
-// engine returns the connected provider's data engine.
-func (l *lazyProvider) engine(ctx context.Context) (snapshot.Engine, error) {
+// ListManaged lists by label; a provider without an inventory (the fake
+// before it had one) has no orphans to find.
+func (l *lazyProvider) ListManaged(ctx context.Context, lineage string) ([]apply.Resource, error) {
 	p, err := l.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if u, ok := p.(unclosable); ok {
-		p = u.Provider
-	}
-	e, ok := p.(snapshot.Engine)
+	inv, ok := apply.As[apply.Inventory](p)
 	if !ok {
-		return nil, errors.New("this provider cannot snapshot or restore data")
+		return nil, nil
 	}
-	return e, nil
+	return inv.ListManaged(ctx, lineage)
 }
 
-// Dump, Load and Keep make the lazy provider a snapshot.Engine.
+func (l *lazyProvider) DeleteManaged(ctx context.Context, items []apply.Resource) error {
+	if len(items) == 0 {
+		return nil
+	}
+	inv, err := capabilityOf[apply.Inventory](ctx, l, "list or remove its resources by label")
+	if err != nil {
+		return err
+	}
+	return inv.DeleteManaged(ctx, items)
+}
+
+// MissingNetworks makes the lazy provider a network checker; a provider
+// without one knows of no user networks to lack.
+func (l *lazyProvider) MissingNetworks(ctx context.Context, names []string) ([]string, error) {
+	p, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nc, ok := apply.As[apply.NetworkChecker](p)
+	if !ok {
+		return nil, nil
+	}
+	return nc.MissingNetworks(ctx, names)
+}
+
 func (l *lazyProvider) Dump(ctx context.Context, rec *state.Record, service string, w io.Writer) error {
-	e, err := l.engine(ctx)
+	e, err := capabilityOf[snapshot.Engine](ctx, l, "snapshot or restore data")
 	if err != nil {
 		return err
 	}
@@ -171,7 +155,7 @@ func (l *lazyProvider) Dump(ctx context.Context, rec *state.Record, service stri
 }
 
 func (l *lazyProvider) Load(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
-	e, err := l.engine(ctx)
+	e, err := capabilityOf[snapshot.Engine](ctx, l, "snapshot or restore data")
 	if err != nil {
 		return err
 	}
@@ -179,25 +163,29 @@ func (l *lazyProvider) Load(ctx context.Context, rec *state.Record, service stri
 }
 
 func (l *lazyProvider) Keep(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
-	e, err := l.engine(ctx)
+	e, err := capabilityOf[snapshot.Engine](ctx, l, "snapshot or restore data")
 	if err != nil {
 		return err
 	}
 	return e.Keep(ctx, rec, service, d)
 }
 
-// RunSQL runs seed SQL through the connected provider.
 func (l *lazyProvider) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
-	p, err := l.get(ctx)
+	r, err := capabilityOf[snapshot.SQLRunner](ctx, l, "run seed SQL")
 	if err != nil {
 		return err
 	}
-	if u, ok := p.(unclosable); ok {
-		p = u.Provider
-	}
-	r, ok := p.(snapshot.SQLRunner)
-	if !ok {
-		return errors.New("this provider cannot run seed SQL")
-	}
 	return r.RunSQL(ctx, rec, files)
+}
+
+// providerFor is a provider for other provider settings than the
+// configuration's (a saved plan's), connected on first use; the caller
+// closes it.
+func (s *Sandboxer) providerFor(pc *config.Provider) *lazyProvider {
+	if s.opts.Provider != nil {
+		return &lazyProvider{connect: func(context.Context) (apply.Provider, error) { return s.opts.Provider, nil }}
+	}
+	return &lazyProvider{owned: true, connect: func(ctx context.Context) (apply.Provider, error) {
+		return s.connect(ctx, pc)
+	}}
 }

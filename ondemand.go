@@ -2,10 +2,13 @@ package sandboxer
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/sandboxer/sandboxer/api"
-	"github.com/sandboxer/sandboxer/internal/views"
+	"github.com/sandboxer/sandboxer/internal/records"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -30,6 +33,9 @@ type RequestOptions struct {
 	// Prefix starts the names in Env ("" keeps the block's env_prefix,
 	// else SANDBOXER_).
 	Prefix string
+	// CarryData, on a replace (a feature superset), moves the old
+	// instance's data into the new one before it is handed out.
+	CarryData bool
 }
 
 // Request ensures the on-demand instance exists and covers what is asked,
@@ -37,7 +43,7 @@ type RequestOptions struct {
 // (Reused), a dead one is re-provisioned, a lacking one replaced with
 // rotated credentials.
 func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOptions) (*Sandbox, error) {
-	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL, Profile: o.Profile, Prefix: o.Prefix})
+	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL, Profile: o.Profile, Prefix: o.Prefix, CarryData: o.CarryData})
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -58,8 +64,30 @@ func (s *Sandboxer) Extend(ctx context.Context, address, key, ttl string) (*Inst
 	if err != nil {
 		return nil, classify(err)
 	}
-	in := views.NewJSONInstance(rec)
+	in := records.Instance(rec)
 	return &in, nil
+}
+
+// SandboxList is List's answer: the on-demand instances and the records
+// that cannot be read.
+type SandboxList = api.SandboxList
+
+// Sandboxes lists the on-demand instances in state, without credentials,
+// with every record that cannot be read beside them (each with its
+// reason): a damaged record does not hide the others.
+func (s *Sandboxer) Sandboxes(ctx context.Context) (*SandboxList, error) {
+	recs, damaged, err := s.Broker().List(ctx)
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := &SandboxList{Sandboxes: make([]Instance, 0, len(recs))}
+	for _, r := range recs {
+		out.Sandboxes = append(out.Sandboxes, records.Instance(r))
+	}
+	for _, addr := range slices.Sorted(maps.Keys(damaged)) {
+		out.Damaged = append(out.Damaged, api.DamagedRecord{Address: addr, Error: damaged[addr].Error()})
+	}
+	return out, nil
 }
 
 // List returns the on-demand instances in state, without credentials. A
@@ -73,10 +101,57 @@ func (s *Sandboxer) List(ctx context.Context) ([]Instance, error) {
 	}
 	out := make([]Instance, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, views.NewJSONInstance(r))
+		out = append(out, records.Instance(r))
 	}
 	if len(damaged) > 0 {
 		return out, classify((&state.Snapshot{Damaged: damaged}).DamagedError())
 	}
 	return out, nil
+}
+
+// DataResult is the outcome of Snapshot, Restore and Reset.
+type DataResult = api.DataResult
+
+// Snapshot saves the instance's data under name (snapshots live beside
+// the state file); an existing name is ErrConflict.
+func (s *Sandboxer) Snapshot(ctx context.Context, address, name string) (*DataResult, error) {
+	if err := checkSnapshotName(name); err != nil {
+		return nil, err
+	}
+	return dataResult(s.Data().Snapshot(ctx, address, name))
+}
+
+// Restore replaces the instance's data with snapshot name; a missing
+// snapshot is ErrNotFound.
+func (s *Sandboxer) Restore(ctx context.Context, address, name string) (*DataResult, error) {
+	if err := checkSnapshotName(name); err != nil {
+		return nil, err
+	}
+	return dataResult(s.Data().Restore(ctx, address, name))
+}
+
+// Reset brings the instance back to snapshot name, or to its seed (or
+// empty) when name is "", the fastest way the engine allows.
+func (s *Sandboxer) Reset(ctx context.Context, address, name string) (*DataResult, error) {
+	if name != "" {
+		if err := checkSnapshotName(name); err != nil {
+			return nil, err
+		}
+	}
+	return dataResult(s.Data().Reset(ctx, address, name))
+}
+
+func checkSnapshotName(name string) error {
+	if err := snapshot.CheckName(name); err != nil {
+		return &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
+	}
+	return nil
+}
+
+func dataResult(out *snapshot.Outcome, err error) (*DataResult, error) {
+	if err != nil {
+		return nil, classify(err)
+	}
+	return &DataResult{Address: out.Address, Generation: out.Generation, Snapshot: out.Snapshot,
+		Services: out.Services, Size: out.Size, ElapsedMS: out.ElapsedMS}, nil
 }

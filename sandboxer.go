@@ -2,6 +2,7 @@ package sandboxer
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,7 +14,6 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/providers/docker"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -38,7 +38,8 @@ type Options struct {
 	// close it.
 	Provider apply.Provider
 	// NewProvider connects the configured engine on first use; nil means
-	// the Docker provider.
+	// the runtime the provider block names (compose.go), set up with the
+	// provider settings below.
 	NewProvider func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error)
 	// Catalog is the feature allowlist; nil means config.DefaultCatalog().
 	Catalog *config.Catalog
@@ -50,6 +51,51 @@ type Options struct {
 	LockTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Settings of the provider the library connects (not of one passed
+	// in as Provider).
+
+	// CADir is where the CA files of TLS sandboxes are written for their
+	// clients; default "ca" beside the state file.
+	CADir string
+	// CacheDir keeps what each image provides, by image id, across runs;
+	// default SANDBOXER_CACHE_DIR, else sandboxer under the user's cache
+	// directory. NoCache keeps it in memory for the process only.
+	CacheDir string
+	NoCache  bool
+	// ReadyTimeout bounds how long a create waits for each service to
+	// answer its probe; default SANDBOXER_READY_TIMEOUT (a Go duration),
+	// else the provider's (60 s).
+	ReadyTimeout time.Duration
+	// PullProgress, when set, receives image pull progress at plan time.
+	PullProgress io.Writer
+
+	// Defaults of Apply, PlanAndApply, Destroy and ApplyFile.
+
+	// Parallelism bounds concurrent changes; default DefaultParallelism.
+	Parallelism int
+	// Hook hears apply progress; nil ignores it.
+	Hook apply.Hook
+	// ProgressEvery is how often Hook.Progress fires for a running change
+	// (0: never).
+	ProgressEvery time.Duration
+	// Interrupt, when it closes, stops an apply from starting new changes;
+	// those in flight finish (cancel the context to abandon them).
+	Interrupt <-chan struct{}
+}
+
+// DefaultParallelism is how many changes an apply makes at once unless
+// told otherwise: `sandboxer apply`'s default.
+const DefaultParallelism = 4
+
+func (s *Sandboxer) parallelism(override int) int {
+	switch {
+	case override > 0:
+		return override
+	case s.opts.Parallelism > 0:
+		return s.opts.Parallelism
+	}
+	return DefaultParallelism
 }
 
 // Sandboxer is one opened configuration with its state. It is safe for
@@ -100,23 +146,13 @@ func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
 	case !filepath.IsAbs(statePath):
 		statePath = filepath.Join(dir, statePath)
 	}
+	opts.StatePath = statePath
 	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: state.Open(statePath), opts: opts}
-	connect := opts.NewProvider
-	if connect == nil {
-		connect = func(ctx context.Context, pc *config.Provider, cat *config.Catalog) (apply.Provider, error) {
-			p, err := docker.New(ctx, pc, cat)
-			if err != nil { // not `return docker.New(…)`: a nil *Provider is a non-nil interface
-				return nil, err
-			}
-			return p, nil
-		}
+	var pc *config.Provider
+	if cfg != nil { // nil: only a saved plan's ApplyFile, which brings its own
+		pc = cfg.Provider
 	}
-	s.prov = &lazyProvider{connect: func(ctx context.Context) (apply.Provider, error) {
-		if opts.Provider != nil {
-			return unclosable{opts.Provider}, nil
-		}
-		return connect(ctx, cfg.Provider, cat)
-	}}
+	s.prov = s.providerFor(pc)
 	return s
 }
 
@@ -174,7 +210,7 @@ func (s *Sandboxer) Broker() *ondemand.Broker {
 // Reaper destroys expired instances and orphaned resources of this state.
 func (s *Sandboxer) Reaper() *ondemand.Reaper {
 	return &ondemand.Reaper{Config: s.cfg, Store: s.store, Provider: s.prov,
-		Inventory: engineInventory{s.prov}, Events: s.opts.Events, Now: s.opts.Now}
+		Inventory: s.prov, Events: s.opts.Events, Now: s.opts.Now}
 }
 
 // Data runs snapshot, restore and reset. Snapshots live in "snapshots"
@@ -185,8 +221,10 @@ func (s *Sandboxer) Data() *snapshot.Manager {
 }
 
 // mover seeds and carries data for the executors this library runs.
-func (s *Sandboxer) mover() snapshot.Mover {
-	return snapshot.Mover{Engine: s.prov, SQL: s.prov, Store: SnapshotStore(s.store.Path()), Dir: s.dir}
+func (s *Sandboxer) mover() snapshot.Mover { return s.moverFor(s.prov) }
+
+func (s *Sandboxer) moverFor(prov *lazyProvider) snapshot.Mover {
+	return snapshot.Mover{Engine: prov, SQL: prov, Store: SnapshotStore(s.store.Path()), Dir: s.dir}
 }
 
 // SnapshotStore is the snapshot directory that belongs to a state file.

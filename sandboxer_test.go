@@ -144,6 +144,21 @@ func TestTypedErrors(t *testing.T) {
 			_, err := sb.Extend(ctx, "sandbox.agent", "missing", "1h")
 			return err
 		}, sandboxer.ErrNotFound},
+		{"snapshot of nothing", func() error {
+			_, err := sb.Snapshot(ctx, `sandbox.agent["missing"]`, "base")
+			return err
+		}, sandboxer.ErrNotFound},
+		{"a snapshot name that is a path", func() error {
+			_, err := sb.Snapshot(ctx, "sandbox.ci", "../x")
+			return err
+		}, sandboxer.ErrInvalid},
+		{"restore of a snapshot that does not exist", func() error {
+			if _, err := sb.Request(ctx, "sandbox.agent", sandboxer.RequestOptions{Key: "live"}); err != nil {
+				return err
+			}
+			_, err := sb.Restore(ctx, `sandbox.agent["live"]`, "never-taken")
+			return err
+		}, sandboxer.ErrNotFound},
 		{"bad target", func() error {
 			_, err := sb.Plan(ctx, sandboxer.PlanOptions{Targets: []string{"nonsense["}})
 			return err
@@ -180,6 +195,16 @@ func TestInstanceLockBusy(t *testing.T) {
 	_, err = sb.Request(ctx, "sandbox.agent", sandboxer.RequestOptions{Key: "held"})
 	if !errors.Is(err, sandboxer.ErrBusy) {
 		t.Errorf("request of a locked instance = %v, want ErrBusy", err)
+	}
+	// The data calls too: busy, not an internal error.
+	for name, call := range map[string]func() error{
+		"snapshot": func() error { _, err := sb.Snapshot(ctx, `sandbox.agent["held"]`, "s1"); return err },
+		"restore":  func() error { _, err := sb.Restore(ctx, `sandbox.agent["held"]`, "s1"); return err },
+		"reset":    func() error { _, err := sb.Reset(ctx, `sandbox.agent["held"]`, "s1"); return err },
+	} {
+		if err := call(); !errors.Is(err, sandboxer.ErrBusy) || sandboxer.Classify(err).Code != sandboxer.CodeBusy {
+			t.Errorf("%s of a locked instance = %v, want ErrBusy", name, err)
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ func serve(t *testing.T) (*apiclient.Client, *sandboxer.Sandboxer, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sb.Close() })
-	h, err := server.New(sb.Broker(), token, nil, nil)
+	h, err := server.New(sb, token, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

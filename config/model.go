@@ -126,7 +126,7 @@ type Instance struct {
 	// sandbox's, else project's; "" means DefaultDatabase (DatabaseName).
 	Database string
 	// EnvPrefix starts the names env and request print: sandbox's, else
-	// project's; "" means state.DefaultEnvPrefix.
+	// project's; "" means DefaultEnvPrefix.
 	EnvPrefix string
 	// Seed is loaded at provision: the sandbox's, else the project's.
 	Seed *Seed

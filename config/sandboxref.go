@@ -7,14 +7,12 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/sandboxer/sandboxer/state"
 )
 
 // InstanceAttributes are the attributes of sandbox.NAME.SERVICE in outputs,
 // sorted: the names of state's credential attribute table.
 func InstanceAttributes() []string {
-	attrs := state.CredentialAttributes()
+	attrs := CredentialAttributes()
 	names := make([]string, len(attrs))
 	for i, a := range attrs {
 		names[i] = a.Name
@@ -186,7 +184,7 @@ func (c *Config) instanceObject(addr Address, decl *Instance, vals map[Address]m
 		return cty.DynamicVal // not provisioned; references to it are reported
 	}
 	obj := make(map[string]cty.Value, len(services))
-	table := state.CredentialAttributes()
+	table := CredentialAttributes()
 	for svc, attrs := range services {
 		av := make(map[string]cty.Value, len(table))
 		for _, attr := range table {

@@ -15,21 +15,11 @@ import (
 )
 
 // Resource is one labelled engine resource (container, network, volume).
-type Resource struct {
-	Kind       string
-	ID         string
-	Name       string
-	Address    string
-	Lineage    string
-	Generation int // -1 when unlabelled
-}
+type Resource = apply.Resource
 
-// Inventory lists and removes the labelled resources of one lineage. The
-// docker provider's ListManaged/DeleteManaged, adapted, implement it.
-type Inventory interface {
-	ListManaged(ctx context.Context, lineage string) ([]Resource, error)
-	DeleteManaged(ctx context.Context, items []Resource) error
-}
+// Inventory lists and removes the labelled resources of one lineage
+// (the provider capability).
+type Inventory = apply.Inventory
 
 // Reaper destroys expired instances and removes orphaned resources.
 //

@@ -1,10 +1,8 @@
 package ondemand
 
 import (
-	"time"
-
 	"github.com/sandboxer/sandboxer/api"
-	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/records"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -23,30 +21,5 @@ type Result struct {
 // NewResult describes rec, its variables named with prefix ("" for
 // SANDBOXER_).
 func NewResult(rec *state.Record, reused bool, prefix string) *Result {
-	r := &Result{Sandbox: api.Sandbox{
-		Address:             rec.Address,
-		Reused:              reused,
-		Generation:          rec.Generation,
-		Services:            config.SortedUnique(rec.Services),
-		Features:            config.FeatureSet(rec.Features).Only(rec.Services).Normalize(),
-		AvailableExtensions: rec.AvailableExtensions,
-		ExtensionVersions:   rec.Versions(),
-		Env:                 rec.EnvMap(prefix),
-	}, Record: rec, Prefix: prefix}
-	for svc, c := range rec.Credentials {
-		if c.CA != "" {
-			if r.CA == nil {
-				r.CA = map[string]string{}
-			}
-			r.CA[svc] = c.CA
-		}
-	}
-	if r.AvailableExtensions == nil {
-		r.AvailableExtensions = map[string][]string{}
-	}
-	if !rec.ExpiresAt.IsZero() {
-		t := rec.ExpiresAt.UTC().Truncate(time.Second)
-		r.ExpiresAt = &t
-	}
-	return r
+	return &Result{Sandbox: records.Sandbox(rec, reused, prefix), Record: rec, Prefix: prefix}
 }

@@ -85,3 +85,26 @@ func SourcesDigest(sources map[string][]byte) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// ChangedSources lists, sorted, the configuration files that differ
+// between a saved plan and current (the files in the directory now); a
+// file gone since is named with " (removed)". None means the plan was made
+// from the configuration as it is.
+func ChangedSources(f *File, current map[string][]byte) []string {
+	if SourcesDigest(current) == f.ConfigDigest {
+		return nil
+	}
+	var changed []string
+	for n, src := range current {
+		if saved, ok := f.Sources[n]; !ok || saved != string(src) {
+			changed = append(changed, n)
+		}
+	}
+	for n := range f.Sources {
+		if _, ok := current[n]; !ok {
+			changed = append(changed, n+" (removed)")
+		}
+	}
+	sort.Strings(changed)
+	return changed
+}

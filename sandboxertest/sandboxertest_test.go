@@ -120,7 +120,7 @@ func TestAPIMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lib.Close()
-	h, err := server.New(lib.Broker(), "tok", nil, nil)
+	h, err := server.New(lib, "tok", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/snapshot"
+	"github.com/sandboxer/sandboxer/state"
 )
 
 // fakeData records calls and fails by snapshot name. The real operations
@@ -14,8 +16,8 @@ import (
 // routes, body checks and error mapping.
 type fakeData struct{ calls []string }
 
-func (f *fakeData) op(verb string) func(context.Context, string, string) (*snapshot.Outcome, error) {
-	return func(_ context.Context, addr, name string) (*snapshot.Outcome, error) {
+func (f *fakeData) op(verb string) func(context.Context, string, string) (*api.DataResult, error) {
+	return func(_ context.Context, addr, name string) (*api.DataResult, error) {
 		f.calls = append(f.calls, verb+" "+addr+" "+name)
 		switch name {
 		case "missing":
@@ -24,28 +26,30 @@ func (f *fakeData) op(verb string) func(context.Context, string, string) (*snaps
 			return nil, &snapshot.MissingFeatureError{Snapshot: name, Address: addr, Service: "postgres", Feature: "vector"}
 		case "bad":
 			return nil, &snapshot.ChecksumError{Snapshot: name, Service: "postgres"}
+		case "busy":
+			return nil, &state.LockedError{Path: "x.lock", Address: "sandbox.ci"}
 		}
-		return &snapshot.Outcome{Address: addr, Generation: 2, Snapshot: name, Services: []string{"postgres"}}, nil
+		return &api.DataResult{Address: addr, Generation: 2, Snapshot: name, Services: []string{"postgres"}}, nil
 	}
 }
 
-func (f *fakeData) Snapshot(ctx context.Context, a, n string) (*snapshot.Outcome, error) {
+func (f *fakeData) Snapshot(ctx context.Context, a, n string) (*api.DataResult, error) {
 	return f.op("snapshot")(ctx, a, n)
 }
-func (f *fakeData) Restore(ctx context.Context, a, n string) (*snapshot.Outcome, error) {
+func (f *fakeData) Restore(ctx context.Context, a, n string) (*api.DataResult, error) {
 	return f.op("restore")(ctx, a, n)
 }
-func (f *fakeData) Reset(ctx context.Context, a, n string) (*snapshot.Outcome, error) {
+func (f *fakeData) Reset(ctx context.Context, a, n string) (*api.DataResult, error) {
 	return f.op("reset")(ctx, a, n)
 }
 
 func TestDataEndpoints(t *testing.T) {
-	fd := &fakeData{}
-	s, err := New(&fakeBroker{}, "tok", nil, nil)
+	lib := &fakeLibrary{}
+	fd := &lib.fakeData
+	s, err := New(lib, "tok", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.ServeData(fd)
 	tests := []struct {
 		path, body string
 		status     int
@@ -54,11 +58,12 @@ func TestDataEndpoints(t *testing.T) {
 		{"/v1/snapshot", `{"address":"sandbox.ci","snapshot":"base"}`, http.StatusOK, ""},
 		{"/v1/snapshot", `{"address":"sandbox.agent","key":"k1","snapshot":"base"}`, http.StatusOK, ""},
 		{"/v1/snapshot", `{"address":"sandbox.ci"}`, http.StatusBadRequest, "invalid"},
-		{"/v1/snapshot", `{"address":"sandbox.ci","snapshot":"../x"}`, http.StatusBadRequest, "invalid"},
 		{"/v1/restore", `{"address":"sandbox.ci","snapshot":"missing"}`, http.StatusNotFound, "not_found"},
 		{"/v1/restore", `{"address":"sandbox.ci","snapshot":"vec"}`, http.StatusUnprocessableEntity, "unavailable"},
 		{"/v1/restore", `{"address":"sandbox.ci","snapshot":"bad"}`, http.StatusConflict, "conflict"},
 		{"/v1/reset", `{"address":"sandbox.ci"}`, http.StatusOK, ""},
+		// Another command holds the instance: busy, as for every call.
+		{"/v1/reset", `{"address":"sandbox.ci","snapshot":"busy"}`, http.StatusConflict, "busy"},
 		{"/v1/reset", `{"address":"not an address"}`, http.StatusBadRequest, "invalid"},
 	}
 	for _, tt := range tests {
@@ -73,7 +78,7 @@ func TestDataEndpoints(t *testing.T) {
 			}
 		}
 	}
-	want := "snapshot sandbox.ci base,snapshot sandbox.agent[\"k1\"] base,restore sandbox.ci missing,restore sandbox.ci vec,restore sandbox.ci bad,reset sandbox.ci "
+	want := "snapshot sandbox.ci base,snapshot sandbox.agent[\"k1\"] base,restore sandbox.ci missing,restore sandbox.ci vec,restore sandbox.ci bad,reset sandbox.ci ,reset sandbox.ci busy"
 	if got := fmt.Sprint(joinComma(fd.calls)); got != want {
 		t.Errorf("calls:\n%s\nwant:\n%s", got, want)
 	}

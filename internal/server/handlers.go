@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/api"
-	"github.com/sandboxer/sandboxer/apply"
-	"github.com/sandboxer/sandboxer/internal/views"
-	"github.com/sandboxer/sandboxer/ondemand"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -27,15 +23,15 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 	noteAddr(w, body.Address)
 	ctx, cancel := s.callContext(r)
 	defer cancel()
-	res, err := s.broker.Request(ctx, ondemand.Request{
-		Address: body.Address, Key: body.Key, Extensions: body.Extensions, TTL: body.TTL,
+	sbx, err := s.lib.Request(ctx, body.Address, sandboxer.RequestOptions{
+		Key: body.Key, Extensions: body.Extensions, TTL: body.TTL,
 		Profile: body.Profile, Prefix: body.Prefix, CarryData: body.CarryData})
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	noteAddr(w, res.Address)
-	writeJSON(w, http.StatusOK, res.Sandbox)
+	noteAddr(w, sbx.Address)
+	writeJSON(w, http.StatusOK, sbx)
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +42,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	noteAddr(w, body.Address)
 	ctx, cancel := s.callContext(r)
 	defer cancel()
-	released, err := s.broker.Release(ctx, body.Address, body.Key)
+	released, err := s.lib.Release(ctx, body.Address, body.Key)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -62,26 +58,19 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	noteAddr(w, body.Address)
 	ctx, cancel := s.callContext(r)
 	defer cancel()
-	rec, err := s.broker.Extend(ctx, body.Address, body.Key, body.TTL)
+	in, err := s.lib.Extend(ctx, body.Address, body.Key, body.TTL)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, views.NewJSONInstance(rec))
+	writeJSON(w, http.StatusOK, in)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	recs, damaged, err := s.broker.List(r.Context())
+	out, err := s.lib.Sandboxes(r.Context())
 	if err != nil {
 		s.fail(w, err)
 		return
-	}
-	out := api.SandboxList{Sandboxes: make([]api.Instance, 0, len(recs))}
-	for _, rec := range recs {
-		out.Sandboxes = append(out.Sandboxes, views.NewJSONInstance(rec))
-	}
-	for _, addr := range slices.Sorted(maps.Keys(damaged)) {
-		out.Damaged = append(out.Damaged, api.DamagedRecord{Address: addr, Error: damaged[addr].Error()})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -116,24 +105,21 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return false
 }
 
-// fail maps a broker error to a status and code. Broker errors never hold
-// credentials (providers scrub them), so the message is passed on.
+// fail answers a library error with its code's status. Library errors
+// never hold credentials (providers scrub them), so the message is passed
+// on; one without a code is logged and answered 500.
 func (s *Server) fail(w http.ResponseWriter, err error) {
-	var re *ondemand.Error
-	if errors.As(err, &re) {
-		code := re.Kind.Code()
-		writeError(w, statusOf[code], code, re.Msg, re.Allowed)
-		return
+	e := sandboxer.Classify(err)
+	status, ok := statusOf[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+		s.log.Error("call failed", "error", err.Error())
 	}
-	s.log.Error("call failed", "error", err.Error())
-	if errors.Is(err, apply.ErrEngine) {
-		writeError(w, http.StatusServiceUnavailable, api.CodeEngineUnreachable, err.Error(), nil)
-		return
-	}
-	writeError(w, http.StatusInternalServerError, api.CodeInternal, err.Error(), nil)
+	writeError(w, status, e.Code, e.Message, e.Allowed)
 }
 
-// statusOf is the HTTP status of each refusal the broker makes.
+// statusOf is the HTTP status of each code; the API client turns it back
+// into the same code.
 var statusOf = map[api.Code]int{
 	api.CodeInvalid:    http.StatusBadRequest,
 	api.CodeNotFound:   http.StatusNotFound,
@@ -141,5 +127,6 @@ var statusOf = map[api.Code]int{
 	api.CodeBusy:       http.StatusConflict,
 	api.CodeConflict:   http.StatusConflict,
 	// Well formed, but these images cannot provide what it asks for.
-	api.CodeUnavailable: http.StatusUnprocessableEntity,
+	api.CodeUnavailable:       http.StatusUnprocessableEntity,
+	api.CodeEngineUnreachable: http.StatusServiceUnavailable,
 }

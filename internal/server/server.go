@@ -12,39 +12,45 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/api"
-	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/state"
 )
 
-// Broker is what the API serves; *ondemand.Broker implements it.
-type Broker interface {
-	Request(ctx context.Context, req ondemand.Request) (*ondemand.Result, error)
+// Library is what the API serves: the library's calls, whose errors come
+// classified (sandboxer.Classify); the server only maps their codes to
+// HTTP statuses. *sandboxer.Sandboxer implements it.
+type Library interface {
+	Request(ctx context.Context, address string, o sandboxer.RequestOptions) (*api.Sandbox, error)
 	Release(ctx context.Context, address, key string) (bool, error)
-	Extend(ctx context.Context, address, key, ttl string) (*state.Record, error)
-	List(ctx context.Context) ([]*state.Record, map[string]error, error)
+	Extend(ctx context.Context, address, key, ttl string) (*api.Instance, error)
+	Sandboxes(ctx context.Context) (*api.SandboxList, error)
+	Snapshot(ctx context.Context, address, name string) (*api.DataResult, error)
+	Restore(ctx context.Context, address, name string) (*api.DataResult, error)
+	Reset(ctx context.Context, address, name string) (*api.DataResult, error)
 }
+
+var _ Library = (*sandboxer.Sandboxer)(nil)
 
 // MaxBody bounds a request body; larger ones get 413.
 const MaxBody = api.MaxBody
 
 // Server is the API's http.Handler.
 type Server struct {
-	broker Broker
-	token  [32]byte // SHA-256 of the bearer token
-	log    *slog.Logger
-	mux    *http.ServeMux
-	base   context.Context
+	lib   Library
+	token [32]byte // SHA-256 of the bearer token
+	log   *slog.Logger
+	mux   *http.ServeMux
+	base  context.Context
 }
 
 // New returns the API handler. token must not be empty. logger gets one
 // record per call (method, path, status, duration, address), never a body
 // or a credential; nil discards them.
-// base bounds every broker call instead of the client's connection: a
+// base bounds every library call instead of the client's connection: a
 // client that hangs up mid-provision does not abort it (its retry then
 // finds the cache hit), while cancelling base (a second SIGTERM) does.
 // A nil base never ends.
-func New(b Broker, token string, logger *slog.Logger, base context.Context) (*Server, error) {
+func New(lib Library, token string, logger *slog.Logger, base context.Context) (*Server, error) {
 	if strings.TrimSpace(token) == "" {
 		return nil, errors.New("no API token: set SANDBOXER_API_TOKEN or --token-file")
 	}
@@ -54,12 +60,15 @@ func New(b Broker, token string, logger *slog.Logger, base context.Context) (*Se
 	if base == nil {
 		base = context.Background()
 	}
-	s := &Server{broker: b, token: sha256.Sum256([]byte(token)), log: logger, mux: http.NewServeMux(), base: base}
+	s := &Server{lib: lib, token: sha256.Sum256([]byte(token)), log: logger, mux: http.NewServeMux(), base: base}
 	s.mux.HandleFunc("GET "+api.PathHealth, s.healthz)
 	s.mux.Handle("POST "+api.PathRequest, s.authed(s.request))
 	s.mux.Handle("POST "+api.PathRelease, s.authed(s.release))
 	s.mux.Handle("POST "+api.PathExtend, s.authed(s.extend))
 	s.mux.Handle("GET "+api.PathSandboxes, s.authed(s.list))
+	s.mux.Handle("POST "+api.PathSnapshot, s.authed(s.dataCall(lib.Snapshot, true)))
+	s.mux.Handle("POST "+api.PathRestore, s.authed(s.dataCall(lib.Restore, true)))
+	s.mux.Handle("POST "+api.PathReset, s.authed(s.dataCall(lib.Reset, false)))
 	return s, nil
 }
 

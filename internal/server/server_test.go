@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,20 +10,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/internal/records"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/state"
 )
 
-type fakeBroker struct {
-	lastReq ondemand.Request
+// fakeLibrary answers as the library would, its refusals the raw errors
+// of the packages underneath: the server classifies them the one way
+// (sandboxer.Classify).
+type fakeLibrary struct {
+	fakeData
+	lastKey string
 	calls   int
 }
 
-func (f *fakeBroker) Request(ctx context.Context, req ondemand.Request) (*ondemand.Result, error) {
+func (f *fakeLibrary) Request(ctx context.Context, address string, o sandboxer.RequestOptions) (*api.Sandbox, error) {
 	f.calls++
-	f.lastReq = req
-	switch req.Key {
+	f.lastKey = o.Key
+	switch o.Key {
 	case "bad-feature":
 		return nil, &ondemand.Error{Kind: ondemand.NotAllowed, Msg: `postgres feature "plpython3u" is not on the allowlist; allowed: citext, vector`, Allowed: []string{"citext", "vector"}}
 	case "nope":
@@ -32,24 +37,26 @@ func (f *fakeBroker) Request(ctx context.Context, req ondemand.Request) (*ondema
 	case "panic":
 		panic("boom with a secret s3cr3t")
 	}
-	return &ondemand.Result{Sandbox: api.Sandbox{Address: `sandbox.agent["` + req.Key + `"]`, Generation: 1,
-		Env: map[string]string{"SANDBOXER_REDIS_PASSWORD": "pw"}}}, nil
+	return &api.Sandbox{Address: `sandbox.agent["` + o.Key + `"]`, Generation: 1,
+		Env: map[string]string{"SANDBOXER_REDIS_PASSWORD": "pw"}}, nil
 }
 
-func (f *fakeBroker) Release(ctx context.Context, address, key string) (bool, error) {
+func (f *fakeLibrary) Release(ctx context.Context, address, key string) (bool, error) {
 	return key == "live", nil
 }
 
-func (f *fakeBroker) Extend(ctx context.Context, address, key, ttl string) (*state.Record, error) {
-	return &state.Record{Address: address, Generation: 1, ExpiresAt: time.Unix(0, 0),
-		Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}}, nil
+func (f *fakeLibrary) Extend(ctx context.Context, address, key, ttl string) (*api.Instance, error) {
+	in := records.Instance(&state.Record{Address: address, Generation: 1, ExpiresAt: time.Unix(0, 0),
+		Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}})
+	return &in, nil
 }
 
-// List has one damaged record beside the readable one.
-func (f *fakeBroker) List(ctx context.Context) ([]*state.Record, map[string]error, error) {
-	return []*state.Record{{Address: `sandbox.agent["a"]`, OnDemand: true,
-			Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}}},
-		map[string]error{`sandbox.agent["b"]`: errors.New("record sandbox.agent[\"b\"] is not valid JSON")}, nil
+// Sandboxes has one damaged record beside the readable one.
+func (f *fakeLibrary) Sandboxes(ctx context.Context) (*api.SandboxList, error) {
+	in := records.Instance(&state.Record{Address: `sandbox.agent["a"]`, OnDemand: true,
+		Credentials: map[string]state.Credentials{"redis": {Host: "127.0.0.1", Port: 1, Password: "pw"}}})
+	return &api.SandboxList{Sandboxes: []api.Instance{in},
+		Damaged: []api.DamagedRecord{{Address: `sandbox.agent["b"]`, Error: `record sandbox.agent["b"] is not valid JSON`}}}, nil
 }
 
 func call(t *testing.T, h http.Handler, method, path, token, body string) (*httptest.ResponseRecorder, map[string]any) {
@@ -68,7 +75,7 @@ func call(t *testing.T, h http.Handler, method, path, token, body string) (*http
 }
 
 func TestAPI(t *testing.T) {
-	fb := &fakeBroker{}
+	fb := &fakeLibrary{}
 	var logs strings.Builder
 	s, err := New(fb, "t0ken", newLogger(&logs), nil)
 	if err != nil {
@@ -115,8 +122,8 @@ func TestAPI(t *testing.T) {
 			}
 		})
 	}
-	if got := fb.lastReq; got.Key != "panic" {
-		t.Errorf("last request %+v", got)
+	if got := fb.lastKey; got != "panic" {
+		t.Errorf("last request's key %q", got)
 	}
 	// Lists and extends never show a password.
 	for _, path := range []string{"/v1/sandboxes", "/v1/extend"} {
@@ -139,7 +146,7 @@ func TestAPI(t *testing.T) {
 
 func TestNewRefusesEmptyToken(t *testing.T) {
 	for _, tok := range []string{"", "  \n"} {
-		if _, err := New(&fakeBroker{}, tok, nil, nil); err == nil {
+		if _, err := New(&fakeLibrary{}, tok, nil, nil); err == nil {
 			t.Errorf("New accepted token %q", tok)
 		}
 	}
@@ -150,12 +157,12 @@ func newLogger(w *strings.Builder) *slog.Logger { return slog.New(slog.NewTextHa
 // slowBroker reports when a call has started and whether its context
 // ended during it.
 type slowBroker struct {
-	fakeBroker
+	fakeLibrary
 	started chan struct{}
 	done    chan error
 }
 
-func (b *slowBroker) Request(ctx context.Context, req ondemand.Request) (*ondemand.Result, error) {
+func (b *slowBroker) Request(ctx context.Context, address string, o sandboxer.RequestOptions) (*api.Sandbox, error) {
 	b.started <- struct{}{}
 	select {
 	case <-ctx.Done():
@@ -163,7 +170,7 @@ func (b *slowBroker) Request(ctx context.Context, req ondemand.Request) (*ondema
 	case <-time.After(300 * time.Millisecond):
 		b.done <- nil
 	}
-	return &ondemand.Result{Sandbox: api.Sandbox{Address: "sandbox.a[\"k\"]"}}, nil
+	return &api.Sandbox{Address: "sandbox.a[\"k\"]"}, nil
 }
 
 // A client that hangs up does not abort a provision; the server's base

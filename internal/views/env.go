@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sandboxer/sandboxer/state"
@@ -49,4 +51,12 @@ func Env(w, mask io.Writer, rec *state.Record, prefix, format string) error {
 // shellQuote wraps s in single quotes, safe to eval in POSIX shells.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ShellExports prints a request's variables (name → value) as POSIX shell
+// exports, sorted by name as Env prints a record's.
+func ShellExports(w io.Writer, env map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		fmt.Fprintf(w, "export %s=%s\n", name, shellQuote(env[name]))
+	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/api"
-	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/records"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -91,24 +91,7 @@ type JSONState struct {
 type JSONInstance = api.Instance
 
 // NewJSONInstance strips a record down to what may be shown.
-func NewJSONInstance(r *state.Record) JSONInstance {
-	ji := JSONInstance{Address: r.Address, Project: r.Project, Services: r.Services,
-		Features: config.FeatureSet(r.Features).Only(r.Services), AvailableExtensions: r.AvailableExtensions,
-		Endpoints: map[string]string{}, Generation: r.Generation, CreatedAt: r.CreatedAt.UTC(), OnDemand: r.OnDemand}
-	if ji.AvailableExtensions == nil {
-		ji.AvailableExtensions = map[string][]string{}
-	}
-	ji.ExtensionVersions = r.Versions()
-	for svc, c := range r.Credentials {
-		ji.Endpoints[svc] = fmt.Sprintf("%s:%d", c.Host, c.Port)
-	}
-	if !r.ExpiresAt.IsZero() {
-		t := r.ExpiresAt.UTC()
-		ji.ExpiresAt = &t
-	}
-	addReach(&ji, r)
-	return ji
-}
+func NewJSONInstance(r *state.Record) JSONInstance { return records.Instance(r) }
 
 // StateJSON writes the state document.
 func StateJSON(w io.Writer, snap *state.Snapshot, version string) error {

@@ -5,21 +5,11 @@ import (
 	"io"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/records"
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// recordPublish is a record's exposure; records made before it was kept
-// were loopback without TLS.
-func recordPublish(r *state.Record) config.Publish {
-	p := config.Publish{Address: r.Reach.PublishAddress, AdvertiseHost: r.Reach.AdvertiseHost, TLS: r.Reach.TLS}
-	if p.Address == "" {
-		p.Address = config.DefaultPublishAddress
-	}
-	if p.AdvertiseHost == "" {
-		p.AdvertiseHost = config.DefaultPublishAddress
-	}
-	return p
-}
+func recordPublish(r *state.Record) config.Publish { return records.Publish(r) }
 
 // reachText adds the user networks and a non-default exposure to a
 // record's text.
@@ -39,21 +29,5 @@ func serviceReachText(w io.Writer, c state.Credentials) {
 	}
 	if c.CAFile != "" {
 		fmt.Fprintf(w, "    ca_file              = %q\n", c.CAFile)
-	}
-}
-
-func addReach(ji *JSONInstance, r *state.Record) {
-	ji.Networks = r.Reach.Networks
-	for svc, c := range r.Credentials {
-		if c.NetworkHost == "" {
-			continue
-		}
-		if ji.NetworkEndpoints == nil {
-			ji.NetworkEndpoints = map[string]string{}
-		}
-		ji.NetworkEndpoints[svc] = fmt.Sprintf("%s:%d", c.NetworkHost, c.NetworkPort)
-	}
-	if p := recordPublish(r); !p.IsDefault() {
-		ji.Exposure = p.String()
 	}
 }

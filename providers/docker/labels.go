@@ -13,6 +13,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
+
+	"github.com/sandboxer/sandboxer/apply"
 )
 
 // Label keys put on every container, network and volume this package makes.
@@ -29,21 +31,13 @@ const (
 
 // Kinds of managed resources, in the order they must be removed.
 const (
-	KindContainer = "container"
-	KindNetwork   = "network"
-	KindVolume    = "volume"
+	KindContainer = apply.KindContainer
+	KindNetwork   = apply.KindNetwork
+	KindVolume    = apply.KindVolume
 )
 
 // Managed is one engine resource carrying sandboxer labels.
-type Managed struct {
-	Kind       string // KindContainer, KindNetwork or KindVolume
-	ID         string // container/network id, volume name
-	Name       string
-	Address    string
-	Lineage    string
-	Generation int // -1 when the label is missing or malformed
-	Service    string
-}
+type Managed = apply.Resource
 
 // instanceLabels are the labels of every resource of one instance.
 func instanceLabels(address, lineage string, generation int) map[string]string {

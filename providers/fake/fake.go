@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
@@ -19,9 +20,10 @@ import (
 type Provider struct {
 	cat *config.Catalog
 
-	mu   sync.Mutex
-	n    int
-	live map[string]*instance // by network id
+	mu       sync.Mutex
+	n        int
+	live     map[string]*instance // by network id
+	networks []string             // user networks (AddNetwork)
 }
 
 type instance struct {
@@ -29,6 +31,7 @@ type instance struct {
 	lineage    string
 	generation int
 	creds      map[string]state.Credentials
+	containers map[string]string // service → fake container id
 }
 
 var _ apply.Provider = (*Provider)(nil)
@@ -105,7 +108,8 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 			out.AvailableExtensions[svc] = allowed
 		}
 	}
-	p.live[network] = &instance{address: req.Address, lineage: req.Lineage, generation: req.Generation, creds: out.Credentials}
+	p.live[network] = &instance{address: req.Address, lineage: req.Lineage, generation: req.Generation,
+		creds: out.Credentials, containers: maps.Clone(out.Resources.Containers)}
 	return out, nil
 }
 

@@ -47,6 +47,8 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"DeleteOfUnknownSucceeds", testDeleteUnknown},
 		{"CheckRejectsUnknownService", testCheckUnknown},
 		{"CancelledCreateFails", testCancelledCreate},
+		{"Inventory", testInventory},
+		{"NetworkChecker", testNetworkChecker},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,16 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/state"
 )
 
 // ApplyOptions are the flags of `sandboxer apply`.
@@ -63,31 +64,43 @@ func newApplyCmd(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
 
 func applyRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	f := opts.f
-	p, err := makePlan(cmd.Context(), f, opts.Planning, "apply", false)
+	cfg, err := loadConfig(f, opts.Planning.Vars)
 	if err != nil {
 		return err
 	}
-	defer p.close()
-	views.PlanText(f.IO.Out, p.plan, f.Color())
-	if p.plan.HasChanges() {
-		if !opts.AutoApprove {
-			if err := confirm(f, "Do you want to perform these actions?"); err != nil {
-				return err
+	lib, err := f.library(cfg, opts.Planning.LockTimeout, nil)
+	if err != nil {
+		return err
+	}
+	defer lib.Close()
+	// The hard context: the first Ctrl-C stops planning and new changes
+	// (the library's Interrupt); only the second abandons work in flight.
+	confirmed := false
+	p, res, err := lib.PlanAndApply(f.hard, opts.Planning.planOptions(false), sandboxer.ApplyOptions{
+		Parallelism: opts.Planning.Parallelism,
+		Confirm: func(p *plan.Plan) error {
+			confirmed = true
+			views.PlanText(f.IO.Out, p, f.Color())
+			if !p.HasChanges() || opts.AutoApprove {
+				return nil
 			}
-		}
-		prov, err := ensureProvider(cmd.Context(), f, p)
-		if err != nil {
-			return err
-		}
-		res, err := execute(f, p.store, prov, p.plan, opts.Planning.Parallelism)
+			return confirm(f, "Do you want to perform these actions?")
+		},
+	})
+	switch {
+	case !confirmed:
+		return planFailed(f, cfg, "apply", err)
+	case errors.Is(err, errCancelled):
+		return err
+	case !p.HasChanges():
+		fmt.Fprintln(f.IO.Out, "\nNo changes. Every sandbox is cached and covers what the configuration asks for.")
+	default:
 		printApplyResult(f, res, err)
 		if err != nil {
 			return &ExitError{Code: 1, Err: err}
 		}
-	} else {
-		fmt.Fprintln(f.IO.Out, "\nNo changes. Every sandbox is cached and covers what the configuration asks for.")
 	}
-	return printOutputs(cmd, f, p)
+	return printOutputs(cmd, f, cfg, lib.Store())
 }
 
 func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
@@ -103,38 +116,6 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := checkConfigUnchanged(f, opts.PlanFile, file); err != nil {
-		return err
-	}
-	store := f.Store()
-	unlock, err := store.Lock(cmd.Context(), "apply", opts.Planning.LockTimeout)
-	if err != nil {
-		return lockError(err)
-	}
-	defer unlock()
-	if err := store.ExpectLineage(cmd.Context(), file.Lineage, file.Serial); err != nil {
-		return fmt.Errorf("saved plan %s is stale: %w; run sandboxer plan again", opts.PlanFile, err)
-	}
-	p := file.Plan()
-	if !p.HasChanges() {
-		fmt.Fprintln(f.IO.Out, "No changes in the saved plan.")
-		return nil
-	}
-	prov, err := f.NewProvider(cmd.Context(), file.Provider, f.Catalog)
-	if err != nil {
-		return err
-	}
-	if c, ok := prov.(interface{ Close() error }); ok {
-		defer c.Close()
-	}
-	if err := apply.Preflight(cmd.Context(), prov, p.Changes, dataMover(f, prov)); err != nil {
-		return unprovidable(f, err, nil)
-	}
-	res, err := execute(f, store, prov, p, opts.Planning.Parallelism)
-	printApplyResult(f, res, err)
-	if err != nil {
-		return &ExitError{Code: 1, Err: err}
-	}
 	// Outputs come from the configuration the plan was made from.
 	sources := make(map[string][]byte, len(file.Sources))
 	for name, src := range file.Sources {
@@ -142,47 +123,34 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	}
 	cfg, diags := config.LoadSources(f.Dir(), sources, config.Input{Environ: f.Environ}, f.Catalog)
 	if diags.HasErrors() {
+		cfg = nil
+	}
+	lib, err := f.library(cfg, opts.Planning.LockTimeout, nil)
+	if err != nil {
+		return err
+	}
+	defer lib.Close()
+	started := false
+	res, err := lib.ApplyFile(f.hard, file, sandboxer.ApplyOptions{
+		Parallelism: opts.Planning.Parallelism, PlanName: "saved plan " + opts.PlanFile,
+		Confirm: func(*plan.Plan) error { started = true; return nil },
+	})
+	if !started {
+		if err != nil {
+			return planFailed(f, nil, "apply", err)
+		}
+		fmt.Fprintln(f.IO.Out, "No changes in the saved plan.")
+		return nil
+	}
+	printApplyResult(f, res, err)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	if cfg == nil {
 		fmt.Fprintln(f.IO.Out, "\nOutputs are not shown: the saved configuration needs its variables again; run sandboxer output.")
 		return nil
 	}
-	return printOutputs(cmd, f, &planned{cfg: cfg, store: store})
-}
-
-// checkConfigUnchanged refuses a saved plan whose configuration files
-// differ from those in the configuration directory now: the plan would
-// carry out decisions the current configuration no longer makes, and its
-// outputs would come from files that are no longer there.
-func checkConfigUnchanged(f *Factory, name string, file *plan.File) error {
-	current, diags := config.ReadSources(f.Dir())
-	if diags.HasErrors() {
-		renderDiags(f, nil, diags)
-		return errReported
-	}
-	if plan.SourcesDigest(current) == file.ConfigDigest {
-		return nil
-	}
-	var changed []string
-	for n, src := range current {
-		if saved, ok := file.Sources[n]; !ok || saved != string(src) {
-			changed = append(changed, n)
-		}
-	}
-	for n := range file.Sources {
-		if _, ok := current[n]; !ok {
-			changed = append(changed, n+" (removed)")
-		}
-	}
-	sort.Strings(changed)
-	return fmt.Errorf("saved plan %s was made from another configuration than the one in %s now (changed: %s); nothing was changed, run sandboxer plan again",
-		name, displayDirName(f.Dir()), strings.Join(changed, ", "))
-}
-
-// displayDirName names a configuration directory in messages.
-func displayDirName(dir string) string {
-	if dir == "" || dir == "." {
-		return "the current directory"
-	}
-	return dir
+	return printOutputs(cmd, f, cfg, lib.Store())
 }
 
 func printApplyResult(f *Factory, res apply.Result, err error) {
@@ -197,22 +165,22 @@ func printApplyResult(f *Factory, res apply.Result, err error) {
 }
 
 // printOutputs shows outputs after an apply; sensitive ones stay hidden.
-func printOutputs(cmd *cobra.Command, f *Factory, p *planned) error {
-	if len(p.cfg.Outputs) == 0 {
+func printOutputs(cmd *cobra.Command, f *Factory, cfg *config.Config, store *state.Store) error {
+	if len(cfg.Outputs) == 0 {
 		return nil
 	}
 	// Not cmd.Context(): a Ctrl-C after the last change started ends it,
 	// yet the apply finished and its outputs are worth showing.
-	snap, err := p.store.Snapshot(context.WithoutCancel(cmd.Context()))
+	snap, err := store.Snapshot(context.WithoutCancel(cmd.Context()))
 	if err != nil {
 		return err
 	}
-	vals, diags := outputValues(p.cfg, snap)
+	vals, diags := outputValues(cfg, snap)
 	if diags.HasErrors() {
-		renderDiags(f, p.cfg, diags)
+		renderDiags(f, cfg, diags)
 		return errReported
 	}
 	fmt.Fprintln(f.IO.Out, "\nOutputs:")
-	views.Outputs(f.IO.Out, p.cfg.Outputs, vals)
+	views.Outputs(f.IO.Out, cfg.Outputs, vals)
 	return nil
 }

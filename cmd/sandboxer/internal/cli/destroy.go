@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/internal/views"
+	"github.com/sandboxer/sandboxer/plan"
 )
 
 // DestroyOptions are the flags of `sandboxer destroy`.
@@ -47,29 +50,39 @@ func newDestroyCmd(f *Factory, runF func(*DestroyOptions) error) *cobra.Command 
 
 func destroyRun(cmd *cobra.Command, opts *DestroyOptions) error {
 	f := opts.f
-	// Deleting tolerates instances that are already gone, so destroy does
-	// not need to refresh first.
-	opts.Planning.Refresh = false
-	p, err := makePlan(cmd.Context(), f, opts.Planning, "destroy", true)
+	cfg, err := loadConfig(f, opts.Planning.Vars)
 	if err != nil {
 		return err
 	}
-	defer p.close()
-	if !p.plan.HasChanges() {
-		fmt.Fprintln(f.IO.Out, "No sandboxes to destroy: the state holds none.")
+	lib, err := f.library(cfg, opts.Planning.LockTimeout, nil)
+	if err != nil {
+		return err
+	}
+	defer lib.Close()
+	confirmed := false
+	p, res, err := lib.Destroy(f.hard, opts.Planning.planOptions(true), sandboxer.ApplyOptions{
+		Parallelism: opts.Planning.Parallelism,
+		Confirm: func(p *plan.Plan) error {
+			confirmed = true
+			if !p.HasChanges() {
+				fmt.Fprintln(f.IO.Out, "No sandboxes to destroy: the state holds none.")
+				return nil
+			}
+			views.PlanText(f.IO.Out, p, f.Color())
+			if opts.AutoApprove {
+				return nil
+			}
+			return confirm(f, "Do you really want to destroy these sandboxes?")
+		},
+	})
+	switch {
+	case !confirmed:
+		return planFailed(f, cfg, "destroy", err)
+	case errors.Is(err, errCancelled):
+		return err
+	case !p.HasChanges():
 		return nil
 	}
-	views.PlanText(f.IO.Out, p.plan, f.Color())
-	if !opts.AutoApprove {
-		if err := confirm(f, "Do you really want to destroy these sandboxes?"); err != nil {
-			return err
-		}
-	}
-	prov, err := ensureProvider(cmd.Context(), f, p)
-	if err != nil {
-		return err
-	}
-	res, err := execute(f, p.store, prov, p.plan, opts.Planning.Parallelism)
 	c := f.Color()
 	if err != nil {
 		fmt.Fprintln(f.IO.Out, c.Red(c.Bold("\nDestroy failed.")))

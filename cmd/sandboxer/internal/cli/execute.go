@@ -2,21 +2,14 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/sandboxer/sandboxer"
-	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
-	"github.com/sandboxer/sandboxer/internal/views"
-	"github.com/sandboxer/sandboxer/plan"
-	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -35,43 +28,6 @@ func confirm(f *Factory, question string) error {
 		return errCancelled
 	}
 	return nil
-}
-
-// execute runs a plan's changes against the provider, printing progress.
-func execute(f *Factory, store *state.Store, prov apply.Provider, p *plan.Plan, parallelism int) (apply.Result, error) {
-	lineage, err := store.EnsureLineage(f.hard)
-	if err != nil {
-		return apply.Result{}, err
-	}
-	e := &apply.Executor{
-		Provider: prov, Store: store, Lineage: lineage,
-		Hook:        views.NewApplyHook(f.IO.Err, f.ErrColor()),
-		Parallelism: parallelism, Now: f.Now, ProgressEvery: 5 * time.Second,
-	}
-	e.Data = dataMover(f, prov)
-	return e.Apply(f.hard, f.Interrupt, p)
-}
-
-// dataMover seeds and carries data through prov, with the snapshots next
-// to the state file; nil when prov cannot move data.
-func dataMover(f *Factory, prov apply.Provider) apply.DataMover {
-	if m, ok := snapshot.MoverFor(prov, sandboxer.SnapshotStore(f.StatePath()), f.Dir()); ok {
-		return m
-	}
-	return nil
-}
-
-// ensureProvider returns the planned provider or connects one.
-func ensureProvider(ctx context.Context, f *Factory, p *planned) (apply.Provider, error) {
-	if p.provider != nil {
-		return p.provider, nil
-	}
-	prov, err := f.NewProvider(ctx, p.cfg.Provider, f.Catalog)
-	if err != nil {
-		return nil, err
-	}
-	p.provider = prov
-	return prov, nil
 }
 
 // outputValues evaluates outputs against state, for printing after apply

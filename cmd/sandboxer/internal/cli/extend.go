@@ -3,11 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/config"
-	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/ondemand"
 )
 
@@ -58,16 +58,20 @@ func extendRun(cmd *cobra.Command, opts *ExtendOptions) error {
 		return err
 	}
 	defer s.close()
-	rec, err := s.broker().Extend(f.hard, opts.Addr, opts.Key, opts.TTL)
+	in, err := s.lib.Extend(f.hard, opts.Addr, opts.Key, opts.TTL)
 	if err != nil {
 		return err
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(f.IO.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(views.NewJSONInstance(rec))
+		return enc.Encode(in)
 	}
-	fmt.Fprintf(f.IO.Out, "%s now %s.\n", rec.Address, untilText(rec.ExpiresAt, f.Now()))
+	var expiresAt time.Time
+	if in.ExpiresAt != nil {
+		expiresAt = *in.ExpiresAt
+	}
+	fmt.Fprintf(f.IO.Out, "%s now %s.\n", in.Address, untilText(expiresAt, f.Now()))
 	return nil
 }
 

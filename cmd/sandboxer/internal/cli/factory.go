@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/state"
@@ -52,8 +51,6 @@ type Factory struct {
 	// hard is cancelled on the second Ctrl-C: in-flight work is abandoned.
 	// Commands get a context cancelled already on the first.
 	hard context.Context
-	// NewProvider connects to the engine described by the provider block.
-	NewProvider func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error)
 }
 
 // Getenv reads a variable from the factory's environment.

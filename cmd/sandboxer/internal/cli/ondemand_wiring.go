@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -65,16 +64,10 @@ func openOnDemand(f *Factory, o OnDemandOptions) (*onDemand, error) {
 		s.close()
 		return nil, err
 	}
-	// Absolute: the library takes a relative state path as relative to
-	// the configuration directory, and f.StatePath already is.
-	statePath, err := filepath.Abs(f.StatePath())
-	if err != nil {
+	if s.lib, err = f.library(cfg, o.LockTimeout, s.sink); err != nil {
 		s.close()
 		return nil, err
 	}
-	s.lib = sandboxer.FromConfig(f.Dir(), cfg, sandboxer.Options{
-		StatePath: statePath, Catalog: f.Catalog, NewProvider: f.NewProvider,
-		Events: s.sink, LockTimeout: o.LockTimeout, Now: f.Now})
 	s.closers = append(s.closers, func() { _ = s.lib.Close() })
 	return s, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -10,6 +11,16 @@ import (
 	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/plan"
 )
+
+// PlanningOptions are the flags shared by plan, apply and destroy.
+type PlanningOptions struct {
+	Vars        VarOptions
+	Refresh     bool
+	Targets     []string
+	Replace     []string
+	LockTimeout time.Duration
+	Parallelism int
+}
 
 // PlanOptions are the flags of `sandboxer plan`.
 type PlanOptions struct {
@@ -64,13 +75,21 @@ func newPlanCmd(f *Factory, runF func(*PlanOptions) error) *cobra.Command {
 
 func planRun(cmd *cobra.Command, opts *PlanOptions) error {
 	f := opts.f
-	p, err := makePlan(cmd.Context(), f, opts.Planning, "plan", opts.Destroy)
+	cfg, err := loadConfig(f, opts.Planning.Vars)
 	if err != nil {
 		return err
 	}
-	defer p.close()
+	lib, err := f.library(cfg, opts.Planning.LockTimeout, nil)
+	if err != nil {
+		return err
+	}
+	defer lib.Close()
+	p, err := lib.Plan(cmd.Context(), opts.Planning.planOptions(opts.Destroy))
+	if err != nil {
+		return planFailed(f, cfg, "plan", err)
+	}
 	if opts.Out != "" {
-		file := plan.NewFile(p.plan, p.cfg, Version, f.Now())
+		file := plan.NewFile(p, cfg, Version, f.Now())
 		b, err := file.Encode()
 		if err != nil {
 			return err
@@ -80,16 +99,16 @@ func planRun(cmd *cobra.Command, opts *PlanOptions) error {
 		}
 	}
 	if opts.JSON {
-		if err := views.PlanJSON(f.IO.Out, p.plan, Version); err != nil {
+		if err := views.PlanJSON(f.IO.Out, p, Version); err != nil {
 			return err
 		}
 	} else {
-		views.PlanText(f.IO.Out, p.plan, f.Color())
+		views.PlanText(f.IO.Out, p, f.Color())
 		if opts.Out != "" {
 			fmt.Fprintf(f.IO.Out, "\nSaved the plan to: %s\n\nTo perform exactly these actions, run:\n  sandboxer apply %s\n", opts.Out, opts.Out)
 		}
 	}
-	if opts.DetailedExitcode && p.plan.HasChanges() {
+	if opts.DetailedExitcode && p.HasChanges() {
 		return &ExitError{Code: 2}
 	}
 	return nil

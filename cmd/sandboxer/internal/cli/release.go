@@ -50,7 +50,7 @@ func releaseRun(cmd *cobra.Command, opts *ReleaseOptions) error {
 		return err
 	}
 	defer s.close()
-	released, err := s.broker().Release(f.hard, opts.Addr, opts.Key)
+	released, err := s.lib.Release(f.hard, opts.Addr, opts.Key)
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/ondemand"
 )
@@ -72,22 +74,26 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 		return err
 	}
 	defer s.close()
-	res, err := s.broker().Request(f.hard, ondemand.Request{
-		Address: opts.Addr, Key: opts.Key, Extensions: ext, TTL: opts.TTL,
+	sbx, err := s.lib.Request(f.hard, opts.Addr, sandboxer.RequestOptions{
+		Key: opts.Key, Extensions: ext, TTL: opts.TTL,
 		Profile: opts.Profile, Prefix: opts.Prefix, CarryData: opts.CarryData})
 	if err != nil {
 		return unprovidable(f, err, s.cfg)
 	}
 	how := "provisioned"
-	if res.Reused {
+	if sbx.Reused {
 		how = "reused"
 	}
-	expires := untilText(res.Record.ExpiresAt, f.Now())
-	fmt.Fprintf(f.IO.Err, "%s: %s, generation %d, %s\n", res.Address, how, res.Generation, expires)
+	var expiresAt time.Time
+	if sbx.ExpiresAt != nil {
+		expiresAt = *sbx.ExpiresAt
+	}
+	fmt.Fprintf(f.IO.Err, "%s: %s, generation %d, %s\n", sbx.Address, how, sbx.Generation, untilText(expiresAt, f.Now()))
 	if opts.JSON {
 		enc := json.NewEncoder(f.IO.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return enc.Encode(sbx)
 	}
-	return views.Env(f.IO.Out, f.IO.Err, res.Record, res.Prefix, "shell")
+	views.ShellExports(f.IO.Out, sbx.Env)
+	return nil
 }

@@ -13,9 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
-	"github.com/sandboxer/sandboxer/providers/docker"
 )
 
 // Main runs sandboxer with the process's arguments and streams and returns
@@ -32,28 +30,6 @@ func Main() int {
 		Environ: os.Environ(),
 		Now:     time.Now,
 		Catalog: config.DefaultCatalog(),
-	}
-	f.NewProvider = func(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (apply.Provider, error) {
-		// Not `return docker.New(…)`: a nil *Provider would become a
-		// non-nil apply.Provider, and closing it would panic.
-		p, err := docker.New(ctx, cfg, cat)
-		if err != nil {
-			return nil, err
-		}
-		p.PullProgress = f.IO.Err // stdout stays the plan
-		p.SetCacheDir(cacheDir(f))
-		// A loaded CI machine can take longer than the default to start
-		// PostgreSQL; SANDBOXER_READY_TIMEOUT (a Go duration) raises it.
-		if v := f.Getenv("SANDBOXER_READY_TIMEOUT"); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				p.Close()
-				return nil, fmt.Errorf("SANDBOXER_READY_TIMEOUT=%q: want a positive duration such as 3m", v)
-			}
-			p.ReadyTimeout = d
-		}
-		p.CADir = f.CADir()
-		return p, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

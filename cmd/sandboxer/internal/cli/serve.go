@@ -109,11 +109,10 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return err
 	}
 	logger := serveLogger(f, opts.LogFormat)
-	api, err := server.New(s.broker(), token, logger, f.hard)
+	api, err := server.New(s.lib, token, logger, f.hard)
 	if err != nil {
 		return err
 	}
-	api.ServeData(s.lib.Data())
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)

@@ -118,15 +118,14 @@ func dataRun(opts *DataOptions, op string) error {
 		return err
 	}
 	defer s.close()
-	m := s.lib.Data()
-	var out *snapshot.Outcome
+	var out *sandboxer.DataResult
 	switch op {
 	case "snapshot":
-		out, err = m.Snapshot(f.hard, addr.String(), opts.Name)
+		out, err = s.lib.Snapshot(f.hard, addr.String(), opts.Name)
 	case "restore":
-		out, err = m.Restore(f.hard, addr.String(), opts.Name)
+		out, err = s.lib.Restore(f.hard, addr.String(), opts.Name)
 	default:
-		out, err = m.Reset(f.hard, addr.String(), opts.Name)
+		out, err = s.lib.Reset(f.hard, addr.String(), opts.Name)
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,70 @@
+package apply
+
+import "context"
+
+// Capabilities a provider may have beyond Provider. Each is a small named
+// interface; callers find one with As, which sees through wrappers (the
+// library's connect-on-first-use provider), and providertest checks every
+// one a provider has. The data capabilities (snapshot.Engine,
+// snapshot.SQLRunner) are defined in package snapshot, where their types
+// live, and are found the same way. A provider that holds a connection
+// also implements io.Closer.
+
+// Resource is one labelled engine resource: a container, network or volume
+// (or their counterparts on another runtime).
+type Resource struct {
+	Kind       string // KindContainer, KindNetwork or KindVolume
+	ID         string // the engine's id; a volume's name
+	Name       string
+	Address    string
+	Lineage    string
+	Generation int    // -1 when the label is missing or malformed
+	Service    string // containers only
+}
+
+// Kinds of resources, in the order they must be removed.
+const (
+	KindContainer = "container"
+	KindNetwork   = "network"
+	KindVolume    = "volume"
+)
+
+// Inventory lists and removes resources by their labels, the source of
+// truth after a crash: the orphan sweep of reap and the janitor use it.
+type Inventory interface {
+	// ListManaged returns every resource labelled with lineage ("" lists
+	// every lineage's).
+	ListManaged(ctx context.Context, lineage string) ([]Resource, error)
+	// DeleteManaged removes resources ListManaged returned; ones already
+	// gone count as removed.
+	DeleteManaged(ctx context.Context, items []Resource) error
+}
+
+// NetworkChecker tells which user networks (the networks a configuration
+// names for its sandboxes to join) the engine lacks, so plan can refuse
+// them before anything is created.
+type NetworkChecker interface {
+	MissingNetworks(ctx context.Context, names []string) ([]string, error)
+}
+
+// Wrapper is a provider that forwards to another; As looks through it.
+type Wrapper interface {
+	Unwrap() Provider
+}
+
+// As returns p, or the provider p wraps, as a T when it has that
+// capability.
+func As[T any](p Provider) (T, bool) {
+	for p != nil {
+		if c, ok := p.(T); ok {
+			return c, true
+		}
+		w, ok := p.(Wrapper)
+		if !ok {
+			break
+		}
+		p = w.Unwrap()
+	}
+	var zero T
+	return zero, false
+}

@@ -1,0 +1,131 @@
+package sandboxer_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sandboxer/sandboxer"
+
+// The dependency rules of the repository, checked on the packages' own
+// (non-test) imports. Each says why in its message.
+func TestImportBoundaries(t *testing.T) {
+	imports := packageImports(t)
+	rules := []struct {
+		why     string
+		applies func(pkg string) bool
+		forbids func(imp string) bool
+	}{
+		{"only the CLI renders: nothing outside cmd/ imports internal/views",
+			func(p string) bool { return !strings.HasPrefix(p, "cmd/") },
+			is("internal/views")},
+		{"nothing imports the CLI",
+			func(p string) bool { return true },
+			func(i string) bool { return strings.HasPrefix(i, "cmd/") && i != "cmd/sandboxer/internal/cli" || i == "cmd/sandboxer" }},
+		{"config decodes the language and never touches state",
+			is("config"), is("state")},
+		{"state keeps records and never calls a provider, the planner or the engine",
+			is("state"), anyOf("apply", "plan", "ondemand", "snapshot", "providers/")},
+		{"plan is pure data: no apply, providers or on-demand",
+			is("plan"), anyOf("apply", "ondemand", "snapshot", "providers/")},
+		{"the wire types stand alone, so API clients pull in nothing else",
+			anyOf("api", "apiclient"), func(i string) bool { return i != "api" }},
+		{"orchestration talks to apply.Provider: only the composition root (package sandboxer) names a concrete runtime",
+			anyOf("apply", "ondemand", "snapshot", "internal/server", "internal/views", "plan", "config", "state", "cmd/"),
+			func(i string) bool { return strings.HasPrefix(i, "providers/") }},
+		{"the front ends call the library, not the broker or executor behind it",
+			anyOf("internal/server", "sandboxertest"), anyOf("ondemand")},
+		{"the HTTP server maps the library's codes; it runs nothing itself",
+			is("internal/server"), anyOf("apply", "snapshot", "state")},
+		{"runtimes do not know each other",
+			func(p string) bool { return strings.HasPrefix(p, "providers/") && p != "providers/providertest" },
+			func(i string) bool { return strings.HasPrefix(i, "providers/") }},
+	}
+	for pkg, imps := range imports {
+		for _, r := range rules {
+			if !r.applies(pkg) {
+				continue
+			}
+			for _, imp := range imps {
+				if r.forbids(imp) {
+					t.Errorf("%s imports %s: %s", pkg, imp, r.why)
+				}
+			}
+		}
+	}
+	// Within package sandboxer, one file is the composition root.
+	rootImports(t, func(file, imp string) {
+		if strings.HasPrefix(imp, "providers/") && file != "compose.go" {
+			t.Errorf("%s imports %s: only compose.go, the composition root, names a concrete runtime", file, imp)
+		}
+	})
+}
+
+// packageImports maps each package of the module (relative path, "" for
+// the root) to the module packages it imports.
+func packageImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := rel(f[0])
+		m[pkg] = nil
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, module) {
+				m[pkg] = append(m[pkg], rel(imp))
+			}
+		}
+	}
+	if len(m) < 10 {
+		t.Fatalf("go list found only %d packages; the check would be vacuous", len(m))
+	}
+	return m
+}
+
+func rootImports(t *testing.T, each func(file, imp string)) {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range f.Imports {
+			p, _ := strconv.Unquote(spec.Path.Value)
+			if strings.HasPrefix(p, module) {
+				each(name, rel(p))
+			}
+		}
+	}
+}
+
+func rel(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, module), "/") }
+
+func is(pkg string) func(string) bool { return func(p string) bool { return p == pkg } }
+
+func anyOf(prefixes ...string) func(string) bool {
+	return func(p string) bool {
+		for _, x := range prefixes {
+			if p == x || strings.HasSuffix(x, "/") && strings.HasPrefix(p, x) {
+				return true
+			}
+		}
+		return false
+	}
+}

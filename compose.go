@@ -1,0 +1,109 @@
+package sandboxer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/providers/docker"
+)
+
+// The composition root: the one place that knows the concrete runtimes
+// and sets them up from Options. Everything else talks to apply.Provider
+// and its capabilities.
+
+// connect makes the provider a provider block describes: Options.Provider
+// or Options.NewProvider when set, else the Docker runtime.
+func (s *Sandboxer) connect(ctx context.Context, pc *config.Provider) (apply.Provider, error) {
+	if s.opts.Provider != nil {
+		return s.opts.Provider, nil
+	}
+	if s.opts.NewProvider != nil {
+		return s.opts.NewProvider(ctx, pc, s.cat)
+	}
+	readyTimeout, err := s.readyTimeout()
+	if err != nil {
+		return nil, err
+	}
+	p, err := docker.New(ctx, pc, s.cat)
+	if err != nil { // not `return docker.New(…)`: a nil *Provider is a non-nil interface
+		return nil, err
+	}
+	p.PullProgress = s.opts.PullProgress
+	if !s.opts.NoCache {
+		p.SetCacheDir(s.cacheDir())
+	}
+	p.ReadyTimeout = readyTimeout
+	p.CADir = s.caDir()
+	return p, nil
+}
+
+// getenv reads the options' environment (os.Environ when unset).
+func (s *Sandboxer) getenv(name string) string {
+	env := s.opts.Environ
+	if env == nil {
+		return os.Getenv(name)
+	}
+	prefix := name + "="
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// readyTimeout is Options.ReadyTimeout, else SANDBOXER_READY_TIMEOUT
+// (a loaded CI machine can take longer than the default to start
+// PostgreSQL), else 0: the provider's default.
+func (s *Sandboxer) readyTimeout() (time.Duration, error) {
+	if s.opts.ReadyTimeout > 0 {
+		return s.opts.ReadyTimeout, nil
+	}
+	v := s.getenv("SANDBOXER_READY_TIMEOUT")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, &Error{Code: CodeInvalid, Message: fmt.Sprintf("SANDBOXER_READY_TIMEOUT=%q: want a positive duration such as 3m", v)}
+	}
+	return d, nil
+}
+
+// cacheDir is where the provider caches what each image provides, by
+// image id: Options.CacheDir, SANDBOXER_CACHE_DIR, else sandboxer under
+// the user's cache directory ($XDG_CACHE_HOME or ~/.cache). "" (no home)
+// keeps the cache in memory for the process only.
+func (s *Sandboxer) cacheDir() string {
+	if s.opts.CacheDir != "" {
+		return s.opts.CacheDir
+	}
+	if d := s.getenv("SANDBOXER_CACHE_DIR"); d != "" {
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "sandboxer")
+}
+
+// caDir is where TLS sandboxes' CA files are written: Options.CADir, else
+// ca/ beside the state file, absolute so handed-out paths work from any
+// directory.
+func (s *Sandboxer) caDir() string {
+	dir := s.opts.CADir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(s.store.Path()), "ca")
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
