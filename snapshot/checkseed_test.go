@@ -38,7 +38,7 @@ func TestCheckSeed(t *testing.T) {
 		t.Errorf("a sandbox without redis: %v", err)
 	}
 	err = m.CheckSeed(ctx, "sandbox.ok", both, config.FeatureSet{"postgres": {"vector"}, "redis": {}}, &config.Seed{Snapshot: "nosuch"})
-	if !IsNotFound(err) {
+	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("a missing snapshot: %v", err)
 	}
 	err = m.CheckSeed(ctx, "sandbox.kv", []string{"redis"}, config.FeatureSet{"redis": {}}, &config.Seed{SQL: []config.SeedFile{{Path: "schema.sql"}}})

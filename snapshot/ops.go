@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -160,6 +159,3 @@ func Carry(ctx context.Context, eng Engine, from, to *state.Record) error {
 	}
 	return nil
 }
-
-// IsNotFound reports whether err is a missing snapshot.
-func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

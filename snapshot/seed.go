@@ -110,14 +110,3 @@ func (m Mover) CheckSeed(ctx context.Context, addr string, services []string, fe
 	}
 	return CheckFeatures(man, &state.Record{Address: addr, Services: services, Features: features})
 }
-
-// MoverFor returns a Mover over provider when it can move data (it
-// implements Engine; SQLRunner too for seed SQL).
-func MoverFor(provider any, st Store, dir string) (Mover, bool) {
-	eng, ok := provider.(Engine)
-	if !ok {
-		return Mover{}, false
-	}
-	sql, _ := provider.(SQLRunner)
-	return Mover{Engine: eng, SQL: sql, Store: st, Dir: dir}, true
-}

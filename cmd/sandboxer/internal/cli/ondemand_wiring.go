@@ -118,8 +118,6 @@ func (s *onDemand) close() {
 	s.closers = nil
 }
 
-func (s *onDemand) broker() *ondemand.Broker { return s.lib.Broker() }
-
 func (s *onDemand) reaper() *ondemand.Reaper { return s.lib.Reaper() }
 
 // parseExtensionFlags turns repeated --extensions svc=f1,f2 into a map;
