@@ -26,7 +26,9 @@ func TestImportBoundaries(t *testing.T) {
 			is("internal/views")},
 		{"nothing imports the CLI",
 			func(p string) bool { return true },
-			func(i string) bool { return strings.HasPrefix(i, "cmd/") && i != "cmd/sandboxer/internal/cli" || i == "cmd/sandboxer" }},
+			func(i string) bool {
+				return strings.HasPrefix(i, "cmd/") && i != "cmd/sandboxer/internal/cli" || i == "cmd/sandboxer"
+			}},
 		{"config decodes the language and never touches state",
 			is("config"), is("state")},
 		{"state keeps records and never calls a provider, the planner or the engine",

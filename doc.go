@@ -1,7 +1,13 @@
-// Package sandboxer is the Go entry point to sandboxer: open a
-// configuration directory, then request, release, extend and list
-// on-demand sandboxes, or plan and apply declared ones, with the same
-// cache rule, allowlist, state file and locks as the CLI.
+// Package sandboxer is sandboxer's one front door and its only
+// orchestrator: open a configuration directory, then plan, apply (a plan
+// or a saved plan file) and destroy declared sandboxes, request, release,
+// extend and list on-demand ones, and snapshot, restore or reset their
+// data, with the same cache rule, allowlist, state file and locks as the
+// CLI. The CLI, the HTTP server and the test helper call this package and
+// nothing else runs plan, apply or the broker. It is also the composition
+// root: compose.go alone names a concrete runtime (the Docker provider)
+// and sets it up from Options; everything else talks to apply.Provider and
+// the capabilities of apply/capabilities.go.
 //
 //	sb, err := sandboxer.Open(ctx, "testdata/sbx", sandboxer.Options{})
 //	if err != nil { … }
@@ -9,7 +15,7 @@
 //	s, err := sb.Request(ctx, "sandbox.agent", sandboxer.RequestOptions{Key: "dev-7"})
 //	pgURL := s.URL("postgres")
 //
-// Errors are classified for errors.Is (ErrNotFound, ErrNotAllowed,
+// Errors are classified once (Classify) for errors.Is (ErrNotFound, ErrNotAllowed,
 // ErrBusy, ErrInvalid, ErrConflict, ErrEngineUnreachable) and errors.As
 // (*Error with the code and allowlist; *ConfigError with HCL
 // diagnostics). The same sentinels match errors from the HTTP client,

@@ -6,9 +6,9 @@ import (
 	"github.com/sandboxer/sandboxer/plan"
 )
 
-// Hook hears about apply's progress. The CLI prints it, the HTTP server
-// turns it into events, tests record it. Calls may come from several
-// goroutines at once.
+// Hook hears about apply's progress: the library passes the one its
+// caller set (sandboxer.Options.Hook), the CLI prints it, tests record it.
+// Calls may come from several goroutines at once.
 type Hook interface {
 	PreApply(addr string, action plan.Action)
 	Progress(addr string, action plan.Action, elapsed time.Duration)

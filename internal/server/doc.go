@@ -1,13 +1,16 @@
 // Package server is sandboxer's HTTP JSON API for agents (SPEC §8): the
-// on-demand broker's request, release, extend and list over HTTP, behind
-// a bearer token.
+// library's request, release, extend, list, snapshot, restore and reset
+// over HTTP, behind a bearer token. It takes the library through the
+// Library interface it defines.
 //
 // Routes: POST /v1/request, POST /v1/release, POST /v1/extend,
-// GET /v1/sandboxes, and GET /healthz (the only one without a token).
+// GET /v1/sandboxes, POST /v1/snapshot, /v1/restore, /v1/reset, and
+// GET /healthz (the only one without a token).
 //
 // What this package must never do: log or echo credentials (only
 // /v1/request's response body carries them, to the caller that asked),
 // show a stack trace (a panicking handler answers a plain 500), read an
 // unbounded body, or decide anything about sandboxes itself: it
-// translates HTTP to the broker and errors back to status codes.
+// translates HTTP to library calls, and the library's error codes
+// (sandboxer.Classify) to statuses.
 package server
