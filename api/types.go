@@ -155,3 +155,24 @@ type ErrorBody struct {
 	// was checked against.
 	Allowed []string `json:"allowed,omitempty"`
 }
+
+// FeatureList is what a configuration's services may enable and what its
+// images provide: the MCP tool list_features's answer.
+type FeatureList struct {
+	Services []ServiceFeatures `json:"services"`
+}
+
+// ServiceFeatures is one service's allowlist beside what its image has.
+type ServiceFeatures struct {
+	Service string `json:"service"`
+	// Allowed is the allowlist: every feature a request may name.
+	Allowed []string `json:"allowed"`
+	// Image is the image the service runs; Provided maps each allowed
+	// feature it provides to its version ("" when the image does not
+	// say). A feature allowed but not provided needs another image.
+	Image    string            `json:"image,omitempty"`
+	Provided map[string]string `json:"provided"`
+	// Error says why the image could not be inspected (missing, engine
+	// unreachable); Provided is then empty.
+	Error string `json:"error,omitempty"`
+}

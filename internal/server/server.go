@@ -72,6 +72,11 @@ func New(lib Library, token string, logger *slog.Logger, base context.Context) (
 	return s, nil
 }
 
+// Handle serves h at pattern behind the bearer token, as every route but
+// /healthz (serve mounts the MCP server's streamable HTTP endpoint).
+// Call it before serving.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, s.authed(h.ServeHTTP)) }
+
 // ServeHTTP logs the call and turns a panic into a plain 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -144,6 +149,17 @@ func (r *recorder) WriteHeader(code int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	r.wrote = true
 	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer
+// (flushes of the MCP endpoint's event stream).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush passes a flush on: the MCP endpoint streams events.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // noteAddr puts the address into the log record, cut short (it comes

@@ -118,6 +118,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newExtendCmd(f, nil),
 		newReapCmd(f, nil),
 		newServeCmd(f, nil),
+		newMCPCmd(f, nil),
 		newSnapshotCmd(f, nil),
 		newRestoreCmd(f, nil),
 		newResetCmd(f, nil),

@@ -12,8 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/internal/mcpserver"
 	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/ondemand"
 )
@@ -28,7 +30,12 @@ type ServeOptions struct {
 	ReapInterval    time.Duration
 	ShutdownTimeout time.Duration
 	LogFormat       string
+	// MCPReleaseOnDisconnect: see mcpserver.Options.ReleaseOnDisconnect.
+	MCPReleaseOnDisconnect bool
 }
+
+// mcpPath is where serve offers the MCP server over streamable HTTP.
+const mcpPath = "/mcp"
 
 func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	opts := &ServeOptions{f: f}
@@ -65,6 +72,7 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	fs.DurationVar(&opts.ReapInterval, "reap-interval", time.Minute, "how often the janitor reaps (0 turns it off)")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "how long shutdown waits for calls in flight")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log records as `text` (logfmt) or json")
+	fs.BoolVar(&opts.MCPReleaseOnDisconnect, "mcp-release-on-disconnect", false, "release every instance an MCP session (at /mcp) requested when the session ends")
 	return cmd
 }
 
@@ -113,6 +121,9 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	agents := mcpserver.New(s.lib, mcpserver.Options{Version: Version, ReleaseOnDisconnect: opts.MCPReleaseOnDisconnect,
+		Logger: logger, Base: f.hard})
+	api.Handle(mcpPath, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return agents.MCP() }, nil))
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/internal/mcpserver"
+	"github.com/sandboxer/sandboxer/ondemand"
+)
+
+// MCPOptions are the flags of `sandboxer mcp`.
+type MCPOptions struct {
+	f                   *Factory
+	OnDemand            OnDemandOptions
+	ReleaseOnDisconnect bool
+}
+
+func newMCPCmd(f *Factory, runF func(*MCPOptions) error) *cobra.Command {
+	opts := &MCPOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the on-demand sandboxes to an agent as MCP tools over stdio",
+		Long: "Run a Model Context Protocol server on standard input and output for an agent\n" +
+			"harness: request_sandbox, release_sandbox, extend_sandbox, list_sandboxes,\n" +
+			"snapshot_sandbox, reset_sandbox and list_features, over the configuration\n" +
+			"and state of this directory, with the same cache rule and locks as the CLI.\n" +
+			"Logs go to stderr. With --release-on-disconnect, every instance the session\n" +
+			"requested is released when the client goes away. serve offers the same\n" +
+			"server over HTTP at /mcp.",
+		Example: `  sandboxer mcp --release-on-disconnect
+  # an agent harness's mcpServers entry:
+  # {"sandboxer": {"command": "sandboxer", "args": ["--chdir", "/repo", "mcp"]}}`,
+		Args: rangeArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return mcpRun(cmd, opts)
+		},
+	}
+	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	cmd.Flags().BoolVar(&opts.ReleaseOnDisconnect, "release-on-disconnect", false, "release every instance the session requested when it ends")
+	return cmd
+}
+
+func mcpRun(cmd *cobra.Command, opts *MCPOptions) error {
+	f := opts.f
+	s, err := openOnDemand(f, opts.OnDemand)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	srv := mcpserver.New(s.lib, mcpserver.Options{Version: Version, ReleaseOnDisconnect: opts.ReleaseOnDisconnect,
+		Logger: slog.New(slog.NewTextHandler(f.IO.Err, nil)), Base: f.hard})
+	// Stdout is the protocol's: nothing else may write there.
+	err = srv.MCP().Run(cmd.Context(), &mcp.IOTransport{Reader: readCloser{f.IO.In}, Writer: writeCloser{f.IO.Out}})
+	srv.Wait()
+	if err != nil && cmd.Context().Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// readCloser and writeCloser let the factory's streams carry the MCP
+// session; closing them closes nothing the process still needs.
+type readCloser struct{ io.Reader }
+
+func (readCloser) Close() error { return nil }
+
+type writeCloser struct{ io.Writer }
+
+func (writeCloser) Close() error { return nil }

@@ -1,0 +1,53 @@
+package sandboxer
+
+import (
+	"context"
+	"slices"
+
+	"github.com/sandboxer/sandboxer/api"
+)
+
+// FeatureList is Features's answer.
+type FeatureList = api.FeatureList
+
+// Features lists, for each service the configuration's projects may use
+// (every service of the catalog when none names one), the allowlist and
+// what the configured image provides, with versions. An image that cannot
+// be inspected is reported on its service, not as a failure of the call.
+func (s *Sandboxer) Features(ctx context.Context) (*FeatureList, error) {
+	var services []string
+	for _, p := range s.cfg.Projects {
+		for _, svc := range p.Services {
+			if !slices.Contains(services, svc) {
+				services = append(services, svc)
+			}
+		}
+	}
+	if len(services) == 0 {
+		services = s.cat.Services()
+	}
+	slices.Sort(services)
+	out := &FeatureList{Services: make([]api.ServiceFeatures, 0, len(services))}
+	prov, connErr := s.prov.get(ctx)
+	for _, svc := range services {
+		sf := api.ServiceFeatures{Service: svc, Allowed: s.cat.Allowed(svc), Provided: map[string]string{}}
+		if connErr != nil {
+			sf.Error = classify(connErr).Error()
+			out.Services = append(out.Services, sf)
+			continue
+		}
+		caps, err := prov.Check(ctx, []string{svc})
+		if err != nil {
+			sf.Error = classify(err).Error()
+		} else if ic, ok := caps[svc]; ok {
+			sf.Image = ic.Image
+			for f, v := range ic.Features {
+				if slices.Contains(sf.Allowed, f) {
+					sf.Provided[f] = v
+				}
+			}
+		}
+		out.Services = append(out.Services, sf)
+	}
+	return out, nil
+}

@@ -1,0 +1,178 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxer/sandboxer"
+	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/config"
+)
+
+// The tools' inputs. Their JSON schemas come from these types (the SDK
+// derives them); descriptions are what an agent reads.
+
+type requestIn struct {
+	Address    string              `json:"address" jsonschema:"the on-demand sandbox block, e.g. sandbox.agent (or sandbox.agent[\"KEY\"])"`
+	Key        string              `json:"key,omitempty" jsonschema:"names the instance; default: one key per MCP session"`
+	Extensions map[string][]string `json:"extensions,omitempty" jsonschema:"extra features for this call, service to features, e.g. {\"postgres\": [\"vector\"]}"`
+	Profile    string              `json:"profile,omitempty" jsonschema:"a profile of the block's project (its services and extensions)"`
+	TTL        string              `json:"ttl,omitempty" jsonschema:"lifetime from now, e.g. 30m, 4h, 2d (at most 30d)"`
+	Prefix     string              `json:"prefix,omitempty" jsonschema:"start the env names with this instead of SANDBOXER_"`
+	CarryData  bool                `json:"carry_data,omitempty" jsonschema:"if the instance must be replaced (a feature superset), carry its data into the new one"`
+}
+
+type addressIn struct {
+	Address string `json:"address" jsonschema:"the on-demand sandbox block, e.g. sandbox.agent"`
+	Key     string `json:"key,omitempty" jsonschema:"the instance key; default: this session's"`
+}
+
+type extendIn struct {
+	Address string `json:"address" jsonschema:"the on-demand sandbox block, e.g. sandbox.agent"`
+	Key     string `json:"key,omitempty" jsonschema:"the instance key; default: this session's"`
+	TTL     string `json:"ttl" jsonschema:"new lifetime from now, e.g. 2h"`
+}
+
+type snapshotIn struct {
+	Address string `json:"address" jsonschema:"the sandbox, e.g. sandbox.agent"`
+	Key     string `json:"key,omitempty" jsonschema:"the instance key; default: this session's"`
+	Name    string `json:"name" jsonschema:"the snapshot's name"`
+}
+
+type resetIn struct {
+	Address  string `json:"address" jsonschema:"the sandbox, e.g. sandbox.agent"`
+	Key      string `json:"key,omitempty" jsonschema:"the instance key; default: this session's"`
+	Snapshot string `json:"snapshot,omitempty" jsonschema:"the snapshot to reset to; default: the sandbox's seed, or empty"`
+}
+
+type emptyIn struct{}
+
+type releaseOut struct {
+	Address  string `json:"address"`
+	Released bool   `json:"released"`
+}
+
+func (s *Server) addTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "request_sandbox", Description: "Get a ready sandbox (PostgreSQL and/or Redis) with fresh credentials: " +
+		"reused when the cached instance covers what is asked, else provisioned. The result's env holds ready-to-export variables " +
+		"(URL, host, port, user, password per service) and available_extensions what this instance's images can enable."}, s.request)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "release_sandbox", Description: "Tear an instance down when the work ends."}, s.release)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "extend_sandbox", Description: "Push an instance's expiry to now + ttl."}, s.extend)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sandboxes", Description: "List the on-demand instances, without credentials."}, s.list)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "snapshot_sandbox", Description: "Save an instance's data under a name."}, s.snapshot)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "reset_sandbox", Description: "Bring an instance's data back to a snapshot (or its seed)."}, s.reset)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_features", Description: "What each service may enable (the allowlist) and what its image provides, with versions."}, s.features)
+}
+
+// instance is the address the call is about: the key given, else this
+// session's.
+func (s *Server) instance(ss *mcp.ServerSession, address, key string) (string, error) {
+	a, err := config.ParseAddress(address)
+	if err != nil {
+		return "", fmt.Errorf("invalid: %v", err)
+	}
+	if a.HasKey {
+		if key != "" && key != a.Key {
+			return "", fmt.Errorf("invalid: give the key in the address or in \"key\", not both")
+		}
+		return a.String(), nil
+	}
+	if key == "" {
+		key = s.session(ss).key
+	}
+	return config.Address{Name: a.Name, Key: key, HasKey: true}.String(), nil
+}
+
+func (s *Server) request(ctx context.Context, req *mcp.CallToolRequest, in requestIn) (*mcp.CallToolResult, *api.Sandbox, error) {
+	addr, err := s.instance(req.Session, in.Address, in.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	sbx, err := s.lib.Request(cctx, addr, sandboxer.RequestOptions{Extensions: in.Extensions, Profile: in.Profile,
+		TTL: in.TTL, Prefix: in.Prefix, CarryData: in.CarryData})
+	if err != nil {
+		s.opts.Logger.Info("tool refused", "tool", "request_sandbox", "address", addr, "code", sandboxer.Classify(err).Code)
+		return nil, nil, toolError(err)
+	}
+	s.noteRequested(req.Session, sbx.Address)
+	s.opts.Logger.Info("tool", "tool", "request_sandbox", "address", sbx.Address, "generation", sbx.Generation, "reused", sbx.Reused)
+	return nil, sbx, nil
+}
+
+func (s *Server) release(ctx context.Context, req *mcp.CallToolRequest, in addressIn) (*mcp.CallToolResult, releaseOut, error) {
+	addr, err := s.instance(req.Session, in.Address, in.Key)
+	if err != nil {
+		return nil, releaseOut{}, err
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	released, err := s.lib.Release(cctx, addr, "")
+	if err != nil {
+		return nil, releaseOut{}, toolError(err)
+	}
+	s.noteReleased(req.Session, addr)
+	s.opts.Logger.Info("tool", "tool", "release_sandbox", "address", addr, "released", released)
+	return nil, releaseOut{Address: addr, Released: released}, nil
+}
+
+func (s *Server) extend(ctx context.Context, req *mcp.CallToolRequest, in extendIn) (*mcp.CallToolResult, *api.Instance, error) {
+	addr, err := s.instance(req.Session, in.Address, in.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	out, err := s.lib.Extend(cctx, addr, "", in.TTL)
+	if err != nil {
+		return nil, nil, toolError(err)
+	}
+	return nil, out, nil
+}
+
+func (s *Server) list(ctx context.Context, _ *mcp.CallToolRequest, _ emptyIn) (*mcp.CallToolResult, *api.SandboxList, error) {
+	out, err := s.lib.Sandboxes(ctx)
+	if err != nil {
+		return nil, nil, toolError(err)
+	}
+	return nil, out, nil
+}
+
+func (s *Server) snapshot(ctx context.Context, req *mcp.CallToolRequest, in snapshotIn) (*mcp.CallToolResult, *api.DataResult, error) {
+	addr, err := s.instance(req.Session, in.Address, in.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	out, err := s.lib.Snapshot(cctx, addr, in.Name)
+	if err != nil {
+		return nil, nil, toolError(err)
+	}
+	return nil, out, nil
+}
+
+func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, in resetIn) (*mcp.CallToolResult, *api.DataResult, error) {
+	addr, err := s.instance(req.Session, in.Address, in.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	out, err := s.lib.Reset(cctx, addr, in.Snapshot)
+	if err != nil {
+		return nil, nil, toolError(err)
+	}
+	return nil, out, nil
+}
+
+func (s *Server) features(ctx context.Context, _ *mcp.CallToolRequest, _ emptyIn) (*mcp.CallToolResult, *api.FeatureList, error) {
+	out, err := s.lib.Features(ctx)
+	if err != nil {
+		return nil, nil, toolError(err)
+	}
+	return nil, out, nil
+}
