@@ -35,7 +35,7 @@ type baseKey struct{ locals, projects bool }
 // done.
 func newEvaluator(ctx context.Context, cfg *Config) *evaluator {
 	m := &meter{ctx: ctx}
-	return &evaluator{cfg: cfg, ctx: ctx, meter: m, funcs: functions(m), localNames: map[string]bool{}}
+	return &evaluator{cfg: cfg, ctx: ctx, meter: m, funcs: functions(m, cfg.Dir), localNames: map[string]bool{}}
 }
 
 // settle declares that Config.Variables, Locals and Projects will not

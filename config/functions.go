@@ -11,10 +11,11 @@ import (
 
 // functions returns the function table for expressions, every function
 // metered by m (see limits.go). It is built fresh for each load so nothing
-// shared is ever mutated. The set is deliberately small and pure: nothing
-// here reads files, the clock or the environment, so a configuration means
-// the same thing wherever it is evaluated.
-func functions(m *meter) map[string]function.Function {
+// shared is ever mutated. Every function is pure: nothing reads the clock
+// or the environment, and the file functions read only inside dir, the
+// configuration directory, so a configuration means the same thing
+// wherever it is evaluated.
+func functions(m *meter, dir string) map[string]function.Function {
 	table := map[string]function.Function{
 		"upper":      stdlib.UpperFunc,
 		"lower":      stdlib.LowerFunc,
@@ -51,9 +52,11 @@ func functions(m *meter) map[string]function.Function {
 		"toset":      stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
 		"tomap":      stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
 	}
+	terraformFunctions(dir, table)
 	for name, f := range table {
 		table[name] = m.wrap(name, f)
 	}
+	functionsWithTemplates(m, dir, table)
 	return table
 }
 

@@ -212,7 +212,7 @@ func estimate(name string, args []cty.Value) (size, bool) {
 	switch name {
 	case "concat", "merge", "setunion", "flatten", "join", "replace", "format", "formatlist":
 	default:
-		return size{}, false
+		return estimateMore(name, args)
 	}
 	var total size
 	for _, a := range args {

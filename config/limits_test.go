@@ -26,7 +26,7 @@ func TestLoadCancelled(t *testing.T) {
 func TestMeterStopsMidExpression(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &meter{ctx: ctx}
-	upper := functions(m)["upper"]
+	upper := functions(m, t.TempDir())["upper"]
 	if _, err := upper.Call([]cty.Value{cty.StringVal("x")}); err != nil {
 		t.Fatalf("call before cancel: %v", err)
 	}
