@@ -32,9 +32,9 @@ func TestFunctions(t *testing.T) {
 		{expr: `coalesce(null, "y")`, want: cty.StringVal("y")},
 		{expr: `tolist(toset(["b", "a", "b"]))`, want: cty.ListVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")})},
 		{expr: `replace(trimspace("  a-b "), "-", "_")`, want: cty.StringVal("a_b")},
-		{expr: `file("/etc/passwd")`, wantErr: true},         // only inside the configuration directory
-		{expr: `file("../outside.txt")`, wantErr: true},      // nor by climbing out of it
-		{expr: `file("link-out.txt")`, wantErr: true},        // nor through a symlink
+		{expr: `file("/etc/passwd")`, wantErr: true},    // only inside the configuration directory
+		{expr: `file("../outside.txt")`, wantErr: true}, // nor by climbing out of it
+		{expr: `file("link-out.txt")`, wantErr: true},   // nor through a symlink
 		{expr: `file("seed.sql")`, want: cty.StringVal("SELECT 1;\n")},
 		{expr: `fileexists("seed.sql")`, want: cty.True},
 		{expr: `fileexists("nope.sql")`, want: cty.False},
