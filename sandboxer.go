@@ -108,6 +108,7 @@ type Sandboxer struct {
 	store *state.Store
 	prov  *lazyProvider
 	opts  Options
+	dbs   databaseHosts // testdatabases.go
 }
 
 // Open decodes the configuration in dir (every *.sbx.hcl directly in it).
@@ -197,8 +198,12 @@ func (s *Sandboxer) Connect(ctx context.Context) error {
 	return classify(err)
 }
 
-// Close releases the engine connection, if one was made.
-func (s *Sandboxer) Close() error { return s.prov.Close() }
+// Close releases the engine connection, if one was made, and the admin
+// connections of database hosts.
+func (s *Sandboxer) Close() error {
+	s.dbs.close()
+	return s.prov.Close()
+}
 
 // Broker is the on-demand broker over this configuration, for callers
 // that serve it (the CLI's serve, package server).

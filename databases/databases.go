@@ -1,0 +1,259 @@
+// Package databases hands out a fresh PostgreSQL database per test, cloned
+// from a template inside one shared, kept sandbox, as pgtestdb and
+// IntegreSQL do: the template's schema is made once per migration content
+// (its hash names the template), and every clone is a file copy of it,
+// owned by a role of its own.
+//
+// Isolation: each database belongs to a new LOGIN role (no SUPERUSER, no
+// CREATEROLE, CREATEDB only when asked), CONNECT is revoked from PUBLIC,
+// so no other test's role (nor the sandbox's handed-out role) can connect
+// to it, and the objects the migrations made are reassigned to the
+// database's role. Every database is written into a lease table
+// (sbx_databases, in the server's postgres database) with its expiry and
+// the host and pid of the process that asked, so Reap can drop those of a
+// test process that died.
+//
+// It works over a connection as the server's admin role, whatever runs
+// the server (a Docker container, a Kubernetes pod): it is PostgreSQL
+// logic, not runtime logic. What it must never do: hand out the admin
+// role, put a password in an error, or drop a database it did not make
+// (only names in the lease table, made by this package, are dropped).
+package databases
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sandboxer/sandboxer/internal/scram"
+)
+
+// Migration makes a template's schema. Hash names the content (two
+// migrations with one hash share a template); Run executes it on a
+// connection to the template database, as the template's own role.
+type Migration struct {
+	Hash string
+	Run  func(ctx context.Context, conn *pgx.Conn) error
+}
+
+// SQL is a migration of SQL texts, run in order in one transaction; its
+// hash is over the texts.
+func SQL(texts ...string) Migration {
+	h := sha256.New()
+	for _, t := range texts {
+		fmt.Fprintf(h, "%d:%s", len(t), t)
+	}
+	return Migration{Hash: hex.EncodeToString(h.Sum(nil)), Run: func(ctx context.Context, conn *pgx.Conn) error {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		for i, t := range texts {
+			if _, err := tx.Exec(ctx, t); err != nil {
+				return fmt.Errorf("migration %d of %d: %w", i+1, len(texts), err)
+			}
+		}
+		return tx.Commit(ctx)
+	}}
+}
+
+// Server is one PostgreSQL server reached as its admin role.
+type Server struct {
+	// Admin connects as the server's admin (a superuser) to its
+	// "postgres" database; AppHost and AppPort are what clients of the
+	// handed-out databases connect to.
+	pool *pgxpool.Pool
+	host string
+	port int
+}
+
+// Open connects to the server; adminURL is a postgres:// URL of the admin
+// role. The URL is never quoted in an error.
+func Open(ctx context.Context, adminURL, host string, port int) (*Server, error) {
+	cfg, err := pgxpool.ParseConfig(adminURL)
+	if err != nil {
+		return nil, errors.New("databases: the admin URL does not parse")
+	}
+	cfg.ConnConfig.Database = "postgres"
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("databases: connect as admin: %w", err)
+	}
+	s := &Server{pool: pool, host: host, port: port}
+	if _, err := pool.Exec(ctx, leaseTable); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("databases: lease table: %w", err)
+	}
+	return s, nil
+}
+
+// Close closes the admin connections.
+func (s *Server) Close() { s.pool.Close() }
+
+const leaseTable = `CREATE TABLE IF NOT EXISTS sbx_databases (
+	name       text PRIMARY KEY,
+	role       text NOT NULL,
+	template   text NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	expires_at timestamptz NOT NULL,
+	host       text NOT NULL,
+	pid        integer NOT NULL
+)`
+
+// Options shape one database.
+type Options struct {
+	// CreateDB lets the database's role create databases (some frameworks
+	// make a shadow database).
+	CreateDB bool
+	// TTL is the lease: Reap drops the database once it passed, even if
+	// its process still runs. Default one hour.
+	TTL time.Duration
+}
+
+// Database is one handed-out database.
+type Database struct {
+	Name, Role, Password string
+	Host                 string
+	Port                 int
+	Template             string
+}
+
+// URL is the database's connection URL (it holds the password).
+func (d *Database) URL() string {
+	return (&pgxURL{user: d.Role, password: d.Password, host: d.Host, port: d.Port, db: d.Name}).String()
+}
+
+// Create clones a database from the migration's template, making the
+// template first if no process has yet.
+func (s *Server) Create(ctx context.Context, m Migration, o Options) (*Database, error) {
+	if m.Hash == "" || m.Run == nil {
+		return nil, errors.New("databases: a migration needs a hash and a run function")
+	}
+	tpl, err := s.template(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	if o.TTL <= 0 {
+		o.TTL = time.Hour
+	}
+	id := randomHex(8)
+	d := &Database{Name: "sbxt_" + id, Role: "sbxt_" + id, Password: randomHex(16), Host: s.host, Port: s.port, Template: tpl}
+	host, _ := os.Hostname()
+	createDB := "NOCREATEDB"
+	if o.CreateDB {
+		createDB = "CREATEDB"
+	}
+	// The lease first: a process killed after it leaves a row Reap finds.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO sbx_databases (name, role, template, expires_at, host, pid) VALUES ($1, $1, $2, now() + $3::interval, $4, $5)`,
+		d.Name, tpl, fmt.Sprintf("%d seconds", int(o.TTL.Seconds())), host, os.Getpid()); err != nil {
+		return nil, fmt.Errorf("databases: lease: %w", err)
+	}
+	// The verifier, not the password: a failing statement is echoed into
+	// the server's log.
+	verifier, err := scram.Verifier(d.Password)
+	if err != nil {
+		return nil, fmt.Errorf("databases: %w", err)
+	}
+	steps := []string{
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s' NOSUPERUSER NOCREATEROLE %s NOREPLICATION NOBYPASSRLS`, ident(d.Role), verifier, createDB),
+		fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s OWNER %s STRATEGY FILE_COPY`, ident(d.Name), ident(tpl), ident(d.Role)),
+		fmt.Sprintf(`REVOKE CONNECT, TEMPORARY ON DATABASE %s FROM PUBLIC`, ident(d.Name)),
+	}
+	for _, q := range steps {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			s.drop(context.WithoutCancel(ctx), d.Name)
+			return nil, fmt.Errorf("databases: create %s: %s", d.Name, scrub(err, d.Password))
+		}
+	}
+	// The migration's objects belong to the template's role; the clone's
+	// become its own role's.
+	if err := s.inDatabase(ctx, d.Name, fmt.Sprintf(`REASSIGN OWNED BY %s TO %s`, ident(templateRole(tpl)), ident(d.Role))); err != nil {
+		s.drop(context.WithoutCancel(ctx), d.Name)
+		return nil, fmt.Errorf("databases: create %s: hand its objects to its role: %w", d.Name, err)
+	}
+	return d, nil
+}
+
+// Drop removes a database this package made, with its role; one already
+// gone counts as dropped.
+func (s *Server) Drop(ctx context.Context, name string) error {
+	var known bool
+	if err := s.pool.QueryRow(ctx, `SELECT true FROM sbx_databases WHERE name = $1`, name).Scan(&known); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return fmt.Errorf("databases: drop %s: %w", name, err)
+	}
+	return s.drop(ctx, name)
+}
+
+func (s *Server) drop(ctx context.Context, name string) error {
+	for _, q := range []string{
+		fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, ident(name)),
+		fmt.Sprintf(`DROP ROLE IF EXISTS %s`, ident(name)),
+	} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("databases: drop %s: %w", name, err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sbx_databases WHERE name = $1`, name); err != nil {
+		return fmt.Errorf("databases: drop %s: %w", name, err)
+	}
+	return nil
+}
+
+// Reap drops every database whose lease passed, and those of a process
+// on this host that is gone (a test binary killed before its cleanup).
+func (s *Server) Reap(ctx context.Context) (dropped []string, err error) {
+	host, _ := os.Hostname()
+	rows, err := s.pool.Query(ctx, `SELECT name, host, pid, expires_at < now() FROM sbx_databases`)
+	if err != nil {
+		return nil, fmt.Errorf("databases: reap: %w", err)
+	}
+	type lease struct {
+		name, host string
+		pid        int
+		expired    bool
+	}
+	leases, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lease, error) {
+		var l lease
+		err := r.Scan(&l.name, &l.host, &l.pid, &l.expired)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("databases: reap: %w", err)
+	}
+	var errs []error
+	for _, l := range leases {
+		if l.expired || (l.host == host && !processAlive(l.pid)) {
+			if err := s.drop(ctx, l.name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			dropped = append(dropped, l.name)
+		}
+	}
+	return dropped, errors.Join(errs...)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ident quotes a name this package made ([a-z0-9_] only).
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func scrub(err error, secret string) string { return strings.ReplaceAll(err.Error(), secret, "***") }

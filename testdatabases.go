@@ -1,0 +1,137 @@
+package sandboxer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/databases"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// DatabaseHostKey is the key of the kept on-demand instance that hosts
+// the per-test databases of a block: every test (in any process) that
+// asks for a database of sandbox.NAME shares sandbox.NAME["sbx-databases"].
+const DatabaseHostKey = "sbx-databases"
+
+// DatabaseOptions shape Database.
+type DatabaseOptions struct {
+	// Migration makes the template's schema once per content
+	// (databases.SQL(…) or a Go function with its own hash); the zero
+	// value is an empty schema.
+	Migration databases.Migration
+	// CreateDB lets the database's role create databases.
+	CreateDB bool
+	// TTL is the database's lease (default 1h): reap drops it after that
+	// even if its test still runs.
+	TTL time.Duration
+	// Prefix starts the names in Env ("" for SANDBOXER_).
+	Prefix string
+}
+
+// Database hands out a fresh PostgreSQL database, cloned from the
+// migration's template inside the block's kept host instance (made on
+// first use, reused after), owned by a role of its own that no other
+// test's role can reach. The result carries it as the postgres service:
+// Env's SANDBOXER_POSTGRES_URL and friends, URL("postgres"). Drop it with
+// DropDatabase (sandboxertest.Database does at t.Cleanup).
+func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOptions) (*Sandbox, error) {
+	srv, host, err := s.databaseServer(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	m := o.Migration
+	if m.Run == nil {
+		m = databases.SQL()
+	}
+	d, err := srv.Create(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL})
+	if err != nil {
+		return nil, &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
+	}
+	hc := host.Credentials["postgres"]
+	c := state.Credentials{Host: d.Host, Port: d.Port, User: d.Role, Password: state.Secret(d.Password), Database: d.Name,
+		CA: hc.CA, CAFile: hc.CAFile}
+	rec := &state.Record{Address: host.Address, Services: []string{"postgres"}, Generation: host.Generation,
+		Credentials: map[string]state.Credentials{"postgres": c}}
+	out := &Sandbox{Address: host.Address, Generation: host.Generation, Services: []string{"postgres"},
+		Features: map[string][]string{"postgres": host.Features["postgres"]}, Env: rec.EnvMap(o.Prefix)}
+	return out, nil
+}
+
+// DropDatabase drops a database Database handed out (name is its
+// SANDBOXER_POSTGRES_DB), with its role; one already gone is fine.
+func (s *Sandboxer) DropDatabase(ctx context.Context, address, name string) error {
+	srv, _, err := s.databaseServer(ctx, address)
+	if err != nil {
+		return err
+	}
+	return classify(srv.Drop(ctx, name))
+}
+
+// ReapDatabases drops the databases of address's host whose lease passed
+// or whose test process on this machine is gone; reap runs it for every
+// host instance in state.
+func (s *Sandboxer) ReapDatabases(ctx context.Context, address string) ([]string, error) {
+	srv, _, err := s.databaseServer(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	dropped, err := srv.Reap(ctx)
+	return dropped, classify(err)
+}
+
+// databaseHosts are the open admin connections to host instances, by
+// instance address and generation: a replaced host is a new server.
+type databaseHosts struct {
+	mu      sync.Mutex
+	servers map[string]*databases.Server
+}
+
+func (h *databaseHosts) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.servers {
+		s.Close()
+	}
+	h.servers = nil
+}
+
+// databaseServer requests the block's host instance (reused when it
+// covers the block, as any request) and connects to it as its admin.
+func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databases.Server, *state.Record, error) {
+	a, err := config.ParseAddress(address)
+	if err != nil || a.HasKey {
+		return nil, nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("%q: give a sandbox block (sandbox.NAME), not an instance", address)}
+	}
+	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: DatabaseHostKey, TTL: "30d"})
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := s.store.Get(ctx, sbx.Address)
+	if err != nil || rec == nil {
+		return nil, nil, classify(fmt.Errorf("read the database host %s: %w", sbx.Address, err))
+	}
+	c, ok := rec.Credentials["postgres"]
+	if !ok || c.AdminUser == "" {
+		return nil, nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no postgres to host databases in", sbx.Address)}
+	}
+	key := fmt.Sprintf("%s#%d", rec.Address, rec.Generation)
+	s.dbs.mu.Lock()
+	defer s.dbs.mu.Unlock()
+	if srv, ok := s.dbs.servers[key]; ok {
+		return srv, rec, nil
+	}
+	admin := c
+	admin.User, admin.Password = c.AdminUser, c.AdminPassword
+	srv, err := databases.Open(ctx, admin.URL("postgres"), c.Host, c.Port)
+	if err != nil {
+		return nil, nil, classify(err)
+	}
+	if s.dbs.servers == nil {
+		s.dbs.servers = map[string]*databases.Server{}
+	}
+	s.dbs.servers[key] = srv
+	return srv, rec, nil
+}
