@@ -23,10 +23,12 @@ import (
 const capabilityFormat = 2
 
 // imageFacts is what one inspection of an image for a service finds: what
-// plan compares (Caps), and what Create needs to start the image as it
+// plan compares (its ImageCapabilities), and what Create needs to start the image as it
 // expects (who owns copied files, which modules not to load again).
 type imageFacts struct {
-	Caps plan.ImageCapabilities `json:"caps"`
+	// The capabilities' fields are at the top of the cache file (tests
+	// and people read it as before).
+	plan.ImageCapabilities
 	// Owner is the user the service runs as in the image (serviceuser.go).
 	Owner fileOwner `json:"owner"`
 	// SelfLoaded lists the redis features whose module the image loads
@@ -79,7 +81,7 @@ func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilit
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			caps[svc] = f.Caps
+			caps[svc] = f.ImageCapabilities
 			return nil
 		})
 	}
@@ -96,7 +98,7 @@ func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilit
 func (p *Provider) imageFacts(ctx context.Context, service, ref string, ii image.InspectResponse) (imageFacts, error) {
 	key := p.capabilityKey(service, ii.ID)
 	if f, ok := p.cachedFacts(key); ok {
-		f.Caps.Image = ref
+		f.Image = ref
 		return f, nil
 	}
 	v, err, _ := p.caps.flight.Do(key, func() (any, error) {
@@ -120,7 +122,7 @@ func (p *Provider) imageFacts(ctx context.Context, service, ref string, ii image
 		return imageFacts{}, fmt.Errorf("find what image %q for service %s provides: %w", ref, service, err)
 	}
 	f := v.(imageFacts)
-	f.Caps.Image = ref
+	f.Image = ref
 	return f, nil
 }
 
@@ -151,7 +153,7 @@ func (p *Provider) cachedFacts(key string) (imageFacts, bool) {
 		return f, ok
 	}
 	b, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
-	if err != nil || json.Unmarshal(b, &f) != nil || f.Caps.Features == nil {
+	if err != nil || json.Unmarshal(b, &f) != nil || f.Features == nil {
 		return imageFacts{}, false
 	}
 	c.mu.Lock()
@@ -177,7 +179,7 @@ func (p *Provider) storeFacts(key string, f imageFacts) {
 	if c.dir == "" {
 		return
 	}
-	f.Caps.Image = "" // the same image may go by other names
+	f.Image = "" // the same image may go by other names
 	b, err := json.Marshal(f)
 	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
 		return

@@ -74,7 +74,7 @@ func (p *Provider) postgresCapabilities(ctx context.Context, ref string, ii imag
 			ic.Features[f] = v
 		}
 	}
-	return imageFacts{Caps: ic, Owner: owner}, nil
+	return imageFacts{ImageCapabilities: ic, Owner: owner}, nil
 }
 
 // extensionDirs are where PostgreSQL images keep extension control files:

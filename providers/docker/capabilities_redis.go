@@ -106,7 +106,7 @@ func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.I
 			delete(ic.Unusable, f)
 		}
 	}
-	facts.Caps = ic
+	facts.ImageCapabilities = ic
 	return facts, nil
 }
 
@@ -188,7 +188,7 @@ func (p *Provider) verifiedModules(imageID string) map[string]string {
 	if !ok {
 		return nil
 	}
-	return f.Caps.Features
+	return f.Features
 }
 
 // moduleLoadError explains a failed MODULE LOAD: the reply only says to
