@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 )
 
@@ -50,38 +51,38 @@ type capCache struct {
 	flight singleflight.Group
 }
 
-// Check reports whether every service's image is present locally, trying a
-// pull for those that are not, and what features each image provides. It
-// runs at plan time so that a missing image or feature shows before apply
-// changes anything. Images are inspected at once, in parallel.
-func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
+// Check reports whether every image the plan starts is present locally,
+// trying a pull for those that are not, and what features each provides.
+// It runs at plan time so that a missing image or feature shows before
+// apply changes anything. Images are inspected at once, in parallel.
+func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabilities, error) {
 	caps := plan.Capabilities{}
 	var mu sync.Mutex
-	refs := make(map[string]string, len(services))
-	for _, svc := range services {
-		if err := p.cat.CheckService(svc); err != nil {
-			return nil, fmt.Errorf("check %s: %w", svc, err)
+	imgs := make(map[plan.ImageUse]config.Image, len(uses))
+	for _, u := range uses {
+		if err := p.cat.CheckService(u.Service); err != nil {
+			return nil, fmt.Errorf("check %s: %w", u.Service, err)
 		}
-		img, err := p.image(svc)
+		img, err := p.imageFor(u.Service, u.Ref, nil)
 		if err != nil {
-			return nil, fmt.Errorf("check %s: %w", svc, err)
+			return nil, fmt.Errorf("check %s: %w", u.Service, err)
 		}
-		refs[svc] = img.Ref
+		imgs[u] = img
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	for svc, ref := range refs {
+	for u, img := range imgs {
 		g.Go(func() error {
-			ii, err := p.ensureImage(gctx, svc, ref)
+			ii, err := p.ensureImage(gctx, u.Service, img.Ref)
 			if err != nil {
 				return err
 			}
-			f, err := p.imageFacts(gctx, svc, ref, ii)
+			f, err := p.imageFacts(gctx, u.Service, img, ii)
 			if err != nil {
 				return err
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			caps[svc] = f.ImageCapabilities
+			caps[u] = f.ImageCapabilities
 			return nil
 		})
 	}
@@ -95,8 +96,9 @@ func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilit
 // it, from the cache or by inspecting it. Create calls it too: after the
 // plan's Check it is a lookup in memory (or the cache directory); without
 // one it inspects first.
-func (p *Provider) imageFacts(ctx context.Context, service, ref string, ii image.InspectResponse) (imageFacts, error) {
-	key := p.capabilityKey(service, ii.ID)
+func (p *Provider) imageFacts(ctx context.Context, service string, img config.Image, ii image.InspectResponse) (imageFacts, error) {
+	ref := img.Ref
+	key := p.capabilityKey(service, img, ii.ID)
 	if f, ok := p.cachedFacts(key); ok {
 		f.Image = ref
 		return f, nil
@@ -108,7 +110,7 @@ func (p *Provider) imageFacts(ctx context.Context, service, ref string, ii image
 		case "postgres":
 			f, err = p.postgresCapabilities(ctx, ref, ii)
 		case "redis":
-			f, err = p.redisCapabilities(ctx, ref, ii)
+			f, err = p.redisCapabilities(ctx, img, ii)
 		default:
 			return nil, fmt.Errorf("service %s is not supported by the docker provider", service)
 		}
@@ -128,8 +130,7 @@ func (p *Provider) imageFacts(ctx context.Context, service, ref string, ii image
 
 // capabilityKey names one inspection: the image, the service it runs as,
 // the module paths configured for it and the allowlist it was filtered by.
-func (p *Provider) capabilityKey(service, imageID string) string {
-	img, _ := p.image(service)
+func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
 	for _, f := range sortedKeys(img.Modules) {

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/go-connections/nat"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 )
 
@@ -24,11 +25,8 @@ import (
 // configured module that is not, and keeps the versions the server reports.
 // The server is throwaway: its admin is the only user, MODULE is enabled
 // for it, and the container is removed before returning.
-func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.InspectResponse) (imageFacts, error) {
-	img, err := p.image("redis")
-	if err != nil {
-		return imageFacts{}, err
-	}
+func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii image.InspectResponse) (imageFacts, error) {
+	ref := img.Ref
 	creds, err := p.newCredentials([]string{"redis"}, "")
 	if err != nil {
 		return imageFacts{}, err
@@ -181,10 +179,10 @@ func moduleVersion(loaded map[string]string, feature string) (string, bool) {
 }
 
 // verifiedModules returns the allowed redis features this provider has
-// seen load in image imageID (an earlier Check), with versions; none when
-// it has not inspected the image.
-func (p *Provider) verifiedModules(imageID string) map[string]string {
-	f, ok := p.cachedFacts(p.capabilityKey("redis", imageID))
+// seen load in image imageID run as img (an earlier Check), with
+// versions; none when it has not inspected the image.
+func (p *Provider) verifiedModules(img config.Image, imageID string) map[string]string {
+	f, ok := p.cachedFacts(p.capabilityKey("redis", img, imageID))
 	if !ok {
 		return nil
 	}

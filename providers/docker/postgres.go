@@ -29,15 +29,12 @@ const (
 // role's own login and SELECT 1, on the connection that then checks the
 // extensions.
 func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, c state.Credentials) error {
-	img, err := p.image("postgres")
-	if err != nil {
-		return err
-	}
+	img := b.images["postgres"]
 	ii, err := p.inspectImage(ctx, "postgres", img.Ref)
 	if err != nil {
 		return err
 	}
-	facts, err := p.imageFacts(ctx, "postgres", img.Ref, ii)
+	facts, err := p.imageFacts(ctx, "postgres", img, ii)
 	if err != nil {
 		return err
 	}

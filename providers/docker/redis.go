@@ -37,15 +37,12 @@ func redisModuleNames(feature string) []string {
 // requested feature that has a configured path; waits for the app user's
 // AUTH + PING; then checks every requested feature's module is loaded.
 func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c state.Credentials) error {
-	img, err := p.image("redis")
-	if err != nil {
-		return err
-	}
+	img := b.images["redis"]
 	ii, err := p.inspectImage(ctx, "redis", img.Ref)
 	if err != nil {
 		return err
 	}
-	facts, err := p.imageFacts(ctx, "redis", img.Ref, ii)
+	facts, err := p.imageFacts(ctx, "redis", img, ii)
 	if err != nil {
 		return err
 	}
@@ -104,7 +101,7 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	// load in this image (a request for it is then a replace that works).
 	// A configured module that has not been seen to load is not listed.
 	available := map[string]string{}
-	for f, v := range p.verifiedModules(ii.ID) {
+	for f, v := range p.verifiedModules(img, ii.ID) {
 		available[f] = v
 	}
 	for _, f := range p.cat.Allowed("redis") {

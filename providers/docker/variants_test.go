@@ -67,7 +67,7 @@ func TestVariantPostgresUID70TLS(t *testing.T) {
 	p.CADir = t.TempDir()
 	lineage := newLineage(t, p)
 	ctx := context.Background()
-	caps, err := p.Check(ctx, []string{"postgres"})
+	caps, err := p.Check(ctx, uses("postgres"))
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -75,11 +75,11 @@ func TestVariantPostgresUID70TLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, ok := p.cachedFacts(p.capabilityKey("postgres", ii.ID)); !ok || f.Owner != (fileOwner{70, 70}) {
+	if f, ok := p.cachedFacts(p.capabilityKey("postgres", p.cfg.Images["postgres"], ii.ID)); !ok || f.Owner != (fileOwner{70, 70}) {
 		t.Errorf("inspection found owner %+v (cached %v), want uid/gid 70", f.Owner, ok)
 	}
-	if _, ok := caps["postgres"].Features["vector"]; !ok {
-		t.Errorf("capabilities lost the image's extensions: %v", caps["postgres"].Features)
+	if _, ok := caps[use("postgres")].Features["vector"]; !ok {
+		t.Errorf("capabilities lost the image's extensions: %v", caps[use("postgres")].Features)
 	}
 	req := apply.CreateRequest{Address: "sandbox.uid70", Lineage: lineage, Generation: 1,
 		Features: config.FeatureSet{"postgres": {"vector"}},
@@ -174,12 +174,12 @@ func TestVariantRedisSelfLoadedModule(t *testing.T) {
 	p := newVariantProvider(t, "redis", "redis-autoload", map[string]string{"search": testRedisSearchModule()})
 	lineage := newLineage(t, p)
 	ctx := context.Background()
-	caps, err := p.Check(ctx, []string{"redis"})
+	caps, err := p.Check(ctx, uses("redis"))
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	if _, ok := caps["redis"].Features["search"]; !ok {
-		t.Fatalf("search not provided: %+v", caps["redis"])
+	if _, ok := caps[use("redis")].Features["search"]; !ok {
+		t.Fatalf("search not provided: %+v", caps[use("redis")])
 	}
 	req := apply.CreateRequest{Address: "sandbox.autoload", Lineage: lineage, Generation: 1,
 		Features: config.FeatureSet{"redis": {"search"}}}
