@@ -34,7 +34,8 @@ func redisModuleNames(feature string) []string {
 // startRedis starts redis-server with an ACL file (copied in before start,
 // so no password is on the command line or in the environment), no
 // persistence, and MODULE and DEBUG disabled; loads a module for each
-// requested feature that has a configured path; waits for the app user's
+// requested feature that has a configured path and that the image does
+// not load by itself (loadModuleArgs); waits for the app user's
 // AUTH + PING; then checks every requested feature's module is loaded.
 func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c state.Credentials) error {
 	img := b.images["redis"]
