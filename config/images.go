@@ -49,9 +49,10 @@ func packagedFeatures(service string) []string {
 	return slices.Compact(out)
 }
 
-// provides reports whether d provides feature f.
-func (d DefaultImage) provides(f string) bool {
-	return slices.Contains(d.Extras, f) || !slices.Contains(packagedFeatures(d.Service), f)
+// provides reports whether d provides feature f, given the packaged
+// features of its service.
+func (d DefaultImage) provides(f string, packaged []string) bool {
+	return slices.Contains(d.Extras, f) || !slices.Contains(packaged, f)
 }
 
 // ImageRecipe says how to get one image with several packaged extensions,
@@ -105,6 +106,7 @@ func (p *Provider) ImageFor(service string, features []string) (Image, error) {
 	}
 	feats := slices.Clone(features)
 	slices.Sort(feats)
+	packaged := packagedFeatures(service)
 	var cands []ImageCandidate
 	for _, d := range DefaultImages() {
 		if d.Service != service {
@@ -112,7 +114,7 @@ func (p *Provider) ImageFor(service string, features []string) (Image, error) {
 		}
 		var lacks []string
 		for _, f := range feats {
-			if !d.provides(f) {
+			if !d.provides(f, packaged) {
 				lacks = append(lacks, f)
 			}
 		}

@@ -27,13 +27,25 @@ func ChooseImages(changes []*Change, prov *config.Provider) error {
 		return nil // no provider configuration: the provider chooses (tests)
 	}
 	var out []ImageRefusal
+	// Instances mostly share a few feature sets: each is looked up once.
+	type choice struct {
+		img config.Image
+		err error
+	}
+	memo := map[string]choice{}
 	for _, c := range changes {
 		if (c.Action != Create && c.Action != CreateThenDelete) || c.After == nil {
 			continue
 		}
-		c.After.Images = map[string]string{}
+		c.After.Images = make(map[string]string, len(c.After.Features))
 		for _, svc := range c.After.Features.Services() {
-			img, err := prov.ImageFor(svc, c.After.Features[svc])
+			key := svc + "\x00" + strings.Join(c.After.Features[svc], ",")
+			ch, ok := memo[key]
+			if !ok {
+				ch.img, ch.err = prov.ImageFor(svc, c.After.Features[svc])
+				memo[key] = ch
+			}
+			img, err := ch.img, ch.err
 			var ne *config.NoDefaultImageError
 			if errors.As(err, &ne) {
 				out = append(out, ImageRefusal{Addr: c.Addr, Err: ne})
