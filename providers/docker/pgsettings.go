@@ -75,10 +75,18 @@ const pgInitdbArgs = "--nosync --wal-segsize=1"
 // directory is then made inside it by the entrypoint, and no mount hides
 // another.
 func pgDataMounts(ii image.InspectResponse, pgdata, storage string) (tmpfs map[string]string, volumes []string) {
-	if storage == config.StorageTmpfs {
-		return tmpfsMounts(ii, pgdata), nil
-	}
 	tmpfs = tmpfsMounts(ii)
+	if storage == config.StorageTmpfs {
+		// A data directory below a declared VOLUME is on that VOLUME's
+		// tmpfs already; one mount inside another would only hide it.
+		for v := range tmpfs {
+			if below(pgdata, v) {
+				return tmpfs, nil
+			}
+		}
+		tmpfs[pgdata] = ""
+		return tmpfs, nil
+	}
 	for v := range tmpfs {
 		// Every declared VOLUME that holds the data directory gets a
 		// labelled volume (one, but for odd images), none a tmpfs.

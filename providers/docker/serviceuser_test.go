@@ -80,9 +80,14 @@ func TestPGDataMounts(t *testing.T) {
 	for _, tc := range []struct {
 		name, pgdata string
 		ii           image.InspectResponse
+		storage      string
 		wantTmpfs    map[string]string
 		wantVolumes  []string
 	}{
+		{name: "tmpfs storage, no VOLUME", pgdata: "/var/lib/postgresql/data", ii: img(), storage: "tmpfs",
+			wantTmpfs: map[string]string{"/var/lib/postgresql/data": ""}},
+		{name: "tmpfs storage, PGDATA below the VOLUME", pgdata: "/var/lib/postgresql/18/docker", ii: img("/var/lib/postgresql", "/backup"), storage: "tmpfs",
+			wantTmpfs: map[string]string{"/var/lib/postgresql": "", "/backup": ""}},
 		{name: "no VOLUME (local images)", pgdata: "/var/lib/postgresql/data", ii: img(),
 			wantTmpfs: map[string]string{}, wantVolumes: []string{"/var/lib/postgresql/data"}},
 		{name: "postgres:17 VOLUME is PGDATA", pgdata: "/var/lib/postgresql/data", ii: img("/var/lib/postgresql/data"),
@@ -93,7 +98,11 @@ func TestPGDataMounts(t *testing.T) {
 			wantTmpfs: map[string]string{"/var/lib/postgresql-other": "", "/backup": ""}, wantVolumes: []string{"/var/lib/postgresql"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tmpfs, volumes := pgDataMounts(tc.ii, tc.pgdata, "volume")
+			storage := tc.storage
+			if storage == "" {
+				storage = "volume"
+			}
+			tmpfs, volumes := pgDataMounts(tc.ii, tc.pgdata, storage)
 			if diff := cmp.Diff(tc.wantTmpfs, tmpfs); diff != "" {
 				t.Errorf("tmpfs (-want +got):\n%s", diff)
 			}

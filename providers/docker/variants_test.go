@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -111,58 +113,69 @@ func TestVariantPostgresUID70TLS(t *testing.T) {
 }
 
 // An image with the PostgreSQL 18 layout (PGDATA below the declared VOLUME
-// /var/lib/postgresql) keeps its data on the labelled volume, mounted at
-// the VOLUME path: no tmpfs hides it and nothing unlabelled is made.
+// /var/lib/postgresql) keeps its data where storage says, mounted at the
+// VOLUME path: the labelled volume by default (no tmpfs hides it), one
+// tmpfs with storage = "tmpfs"; nothing unlabelled is made either way.
 func TestVariantPostgres18Layout(t *testing.T) {
 	t.Parallel()
-	p := newVariantProvider(t, "postgres", "postgres-18layout", nil)
-	lineage := newLineage(t, p)
-	ctx := context.Background()
-	req := apply.CreateRequest{Address: "sandbox.pg18", Lineage: lineage, Generation: 1,
-		Features: config.FeatureSet{"postgres": {"pg_trgm"}}}
-	created, err := p.Create(ctx, req)
-	if err != nil {
-		t.Fatalf("Create: %v", err)
+	for _, storage := range []string{config.StorageVolume, config.StorageTmpfs} {
+		t.Run(storage, func(t *testing.T) {
+			t.Parallel()
+			p := newVariantProvider(t, "postgres", "postgres-18layout", nil)
+			p.cfg.Storage = storage
+			lineage := newLineage(t, p)
+			ctx := context.Background()
+			req := apply.CreateRequest{Address: "sandbox.pg18", Lineage: lineage, Generation: 1,
+				Features: config.FeatureSet{"postgres": {"pg_trgm"}}}
+			created, err := p.Create(ctx, req)
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			rec := recordFor(req, created)
+			id := created.Resources.Containers["postgres"]
+			ci, err := p.cli.ContainerInspect(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var volumes []string
+			for _, m := range ci.Mounts {
+				if m.Type != "volume" {
+					continue
+				}
+				volumes = append(volumes, m.Destination)
+				v, err := p.cli.VolumeInspect(ctx, m.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v.Labels[LabelLineage] != lineage {
+					t.Errorf("volume %s at %s is not labelled with the lineage: %v", m.Name, m.Destination, v.Labels)
+				}
+			}
+			wantTmpfs, wantVolumes := map[string]string{}, []string{"/var/lib/postgresql"}
+			if storage == config.StorageTmpfs {
+				wantTmpfs, wantVolumes = map[string]string{"/var/lib/postgresql": ""}, nil
+			}
+			if diff := cmp.Diff(wantTmpfs, ci.HostConfig.Tmpfs, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("tmpfs mounts (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantVolumes, volumes); diff != "" {
+				t.Errorf("volumes (-want +got):\n%s", diff)
+			}
+			// The server runs on the image's PGDATA, on that mount.
+			got := execOutput(t, p, id, "sh", "-c", `cat "$PGDATA/PG_VERSION" && stat -c %m "$PGDATA/PG_VERSION"`)
+			if lines := strings.Split(got, "\n"); len(lines) != 2 || lines[1] != "/var/lib/postgresql" {
+				t.Errorf("PGDATA/PG_VERSION and its mount point: %q, want a version on /var/lib/postgresql", got)
+			}
+			pg := created.Credentials["postgres"]
+			if err := pgPing(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil); err != nil {
+				t.Errorf("app role: %v", err)
+			}
+			if err := p.Delete(ctx, rec); err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+			assertNothingLabelled(t, p, lineage)
+		})
 	}
-	rec := recordFor(req, created)
-	id := created.Resources.Containers["postgres"]
-	ci, err := p.cli.ContainerInspect(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ci.HostConfig.Tmpfs) != 0 {
-		t.Errorf("tmpfs mounts %v; the only VOLUME holds the data and must be a volume", ci.HostConfig.Tmpfs)
-	}
-	var volumes []string
-	for _, m := range ci.Mounts {
-		if m.Type != "volume" {
-			continue
-		}
-		volumes = append(volumes, m.Destination)
-		v, err := p.cli.VolumeInspect(ctx, m.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Labels[LabelLineage] != lineage {
-			t.Errorf("volume %s at %s is not labelled with the lineage: %v", m.Name, m.Destination, v.Labels)
-		}
-	}
-	if !slices.Equal(volumes, []string{"/var/lib/postgresql"}) {
-		t.Errorf("volumes at %v, want one at /var/lib/postgresql", volumes)
-	}
-	// The server runs on the image's PGDATA, which is on the volume.
-	got := execOutput(t, p, id, "sh", "-c", `cat "$PGDATA/PG_VERSION" && stat -c %m "$PGDATA/PG_VERSION"`)
-	if lines := strings.Split(got, "\n"); len(lines) != 2 || lines[1] != "/var/lib/postgresql" {
-		t.Errorf("PGDATA/PG_VERSION and its mount point: %q, want a version on /var/lib/postgresql", got)
-	}
-	if err := pgPing(ctx, created.Credentials["postgres"].Host, created.Credentials["postgres"].Port,
-		created.Credentials["postgres"].User, created.Credentials["postgres"].Password, created.Credentials["postgres"].Database, nil); err != nil {
-		t.Errorf("app role: %v", err)
-	}
-	if err := p.Delete(ctx, rec); err != nil {
-		t.Fatalf("Delete: %v", err)
-	}
-	assertNothingLabelled(t, p, lineage)
 }
 
 // A redis image whose entrypoint loads the search module by itself (as
