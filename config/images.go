@@ -55,6 +55,18 @@ func (d DefaultImage) provides(f string, packaged []string) bool {
 	return slices.Contains(d.Extras, f) || !slices.Contains(packaged, f)
 }
 
+// DefaultImageWith returns the default image that adds feature to the
+// service's bare image (pgvector/pgvector:pg17 for vector); false for a
+// feature every default image has, or none.
+func DefaultImageWith(service, feature string) (string, bool) {
+	for _, d := range DefaultImages() {
+		if d.Service == service && slices.Contains(d.Extras, feature) {
+			return d.Ref, true
+		}
+	}
+	return "", false
+}
+
 // ImageRecipe says how to get one image with several packaged extensions,
 // for the messages that refuse a set no default image covers: the local
 // image images/build.sh makes has every one of them.

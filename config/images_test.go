@@ -100,3 +100,21 @@ func TestDefaultImagesCoverTheAllowlist(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultImageWith(t *testing.T) {
+	for _, tc := range []struct {
+		service, feature, want string
+		ok                     bool
+	}{
+		{"postgres", "vector", "pgvector/pgvector:pg17", true},
+		{"postgres", "postgis", "postgis/postgis:17-3.5", true},
+		{"postgres", "timescaledb", "timescale/timescaledb:latest-pg17", true},
+		{"postgres", "pg_trgm", "", false}, // in every default image
+		{"redis", "json", "redis:8", true},
+	} {
+		got, ok := DefaultImageWith(tc.service, tc.feature)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("DefaultImageWith(%s, %s) = %q, %v; want %q, %v", tc.service, tc.feature, got, ok, tc.want, tc.ok)
+		}
+	}
+}
