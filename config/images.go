@@ -111,10 +111,13 @@ func quotedList(items []string) string {
 // provider block configures, whatever the features (a configured image
 // always wins; the plan's capability check then says what it lacks), or
 // else the first default image that provides every feature, or a
-// *NoDefaultImageError naming the candidates.
+// *NoDefaultImageError naming the candidates. A nil Provider configures
+// nothing.
 func (p *Provider) ImageFor(service string, features []string) (Image, error) {
-	if img, ok := p.Images[service]; ok && !img.Default && img.Ref != "" {
-		return img, nil
+	if p != nil {
+		if img, ok := p.Images[service]; ok && !img.Default && img.Ref != "" {
+			return img, nil
+		}
 	}
 	feats := slices.Clone(features)
 	slices.Sort(feats)
