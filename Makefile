@@ -9,7 +9,7 @@ SCALE_N  ?= 200
 STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
-.PHONY: build images test vet unit benchcheck fuzz bench run clean
+.PHONY: build images test-images test vet unit benchcheck fuzz bench run clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sandboxer
@@ -18,6 +18,12 @@ build:
 # ones are kept, FORCE=1 rebuilds.
 images:
 	bash images/build.sh
+
+# The test image matrix: small builds on top of the local images that do
+# what real users' images do differently (another service uid, modules the
+# entrypoint loads, the PostgreSQL 18 layout); images/variants/README.md.
+test-images: images
+	bash images/variants/build.sh
 
 vet:
 	$(GO) vet ./...
@@ -35,7 +41,7 @@ fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
 	$(GO) test ./state -run '^$$' -fuzz FuzzStateFile -fuzztime $(STATE_FUZZTIME)
 
-test: images vet unit benchcheck fuzz
+test: test-images vet unit benchcheck fuzz
 
 bench: images build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state

@@ -103,6 +103,7 @@ func codeOf(err error) (code api.Code, allowed []string, msg string) {
 	var (
 		oe *ondemand.Error
 		ue *plan.UnprovidableError
+		ni *plan.NoImageError
 		le *state.LockedError
 		se *state.StaleError
 		mf *snapshot.MissingFeatureError
@@ -115,7 +116,7 @@ func codeOf(err error) (code api.Code, allowed []string, msg string) {
 		return oe.Kind.Code(), oe.Allowed, oe.Msg
 	case errors.As(err, &cf):
 		return api.CodeInvalid, nil, msg
-	case errors.As(err, &ue), errors.As(err, &mf), errors.As(err, &sm):
+	case errors.As(err, &ue), errors.As(err, &ni), errors.As(err, &mf), errors.As(err, &sm):
 		return api.CodeUnavailable, nil, msg
 	case errors.As(err, &le):
 		return api.CodeBusy, nil, msg

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/plan"
 )
 
 // FeatureList is Features's answer.
@@ -36,10 +37,17 @@ func (s *Sandboxer) Features(ctx context.Context) (*FeatureList, error) {
 			out.Services = append(out.Services, sf)
 			continue
 		}
-		caps, err := prov.Check(ctx, []string{svc})
+		// The configured image, or with none the service's bare default
+		// (a request for a packaged feature then runs the default image
+		// that has it: config.DefaultImages).
+		use := plan.ImageUse{Service: svc}
+		if img, err := s.cfg.Provider.ImageFor(svc, nil); err == nil {
+			use.Ref = img.Ref
+		}
+		caps, err := prov.Check(ctx, []plan.ImageUse{use})
 		if err != nil {
 			sf.Error = classify(err).Error()
-		} else if ic, ok := caps[svc]; ok {
+		} else if ic, ok := caps[use]; ok {
 			sf.Image = ic.Image
 			for f, v := range ic.Features {
 				if slices.Contains(sf.Allowed, f) {

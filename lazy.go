@@ -75,12 +75,12 @@ func capabilityOf[T any](ctx context.Context, l *lazyProvider, what string) (T, 
 // capability returns p's capability T, as apply.As.
 func capability[T any](p apply.Provider) (T, bool) { return apply.As[T](p) }
 
-func (l *lazyProvider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
+func (l *lazyProvider) Check(ctx context.Context, images []plan.ImageUse) (plan.Capabilities, error) {
 	p, err := l.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return p.Check(ctx, services)
+	return p.Check(ctx, images)
 }
 
 func (l *lazyProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {

@@ -50,7 +50,7 @@ func newDockerFixture(t *testing.T, cfg *config.Provider) *dockerFixture {
 		t.Fatalf("docker provider (these tests need the engine and the local images): %v", err)
 	}
 	t.Cleanup(func() { prov.Close() })
-	if _, err := prov.Check(ctx, []string{"postgres", "redis"}); err != nil {
+	if _, err := prov.Check(ctx, []plan.ImageUse{{Service: "postgres"}, {Service: "redis"}}); err != nil {
 		t.Fatalf("test images missing (run `make images`): %v", err)
 	}
 	st := state.Open(filepath.Join(t.TempDir(), "state.db"))

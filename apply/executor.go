@@ -274,7 +274,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Rec
 	gen := ch.PriorGeneration + 1
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
-		Networks: ch.After.Networks, Publish: ch.After.Publish(),
+		Images: ch.After.Images, Networks: ch.After.Networks, Publish: ch.After.Publish(),
 		Database: ch.Database,
 	})
 	if err != nil {

@@ -57,7 +57,9 @@ func (m *memProvider) note(call string) {
 	m.calls = append(m.calls, call)
 }
 
-func (m *memProvider) Check(context.Context, []string) (plan.Capabilities, error) { return nil, nil }
+func (m *memProvider) Check(context.Context, []plan.ImageUse) (plan.Capabilities, error) {
+	return nil, nil
+}
 
 func (m *memProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
 	m.note("create " + key(req.Address, req.Generation))

@@ -18,7 +18,9 @@ type lkProvider struct {
 	deleted []int
 }
 
-func (p *lkProvider) Check(context.Context, []string) (plan.Capabilities, error) { return nil, nil }
+func (p *lkProvider) Check(context.Context, []plan.ImageUse) (plan.Capabilities, error) {
+	return nil, nil
+}
 func (p *lkProvider) Create(context.Context, apply.CreateRequest) (*apply.Created, error) {
 	return &apply.Created{}, nil
 }

@@ -14,11 +14,11 @@ import (
 // snapshot needs the features its source had). Changes without a create or
 // replace need nothing and touch nothing.
 func Preflight(ctx context.Context, p Provider, changes []*plan.Change, data DataMover) error {
-	services := (&plan.Plan{Changes: changes}).ServicesToStart()
-	if len(services) == 0 {
+	images := plan.ImagesToStart(changes)
+	if len(images) == 0 {
 		return nil
 	}
-	caps, err := p.Check(ctx, services)
+	caps, err := p.Check(ctx, images)
 	if err != nil {
 		return err
 	}

@@ -21,11 +21,12 @@ var ErrEngine = errors.New("cannot reach the Docker engine")
 // Provider creates, probes and deletes sandbox instances on some engine.
 // Implementations live under providers/; this is all apply needs of them.
 type Provider interface {
-	// Check reports, before any change is made, whether everything the
-	// services need (images) is present or can be fetched, and what
-	// features each service's image can provide (see Preflight). A service
-	// left out of the capabilities is not checked.
-	Check(ctx context.Context, services []string) (plan.Capabilities, error)
+	// Check reports, before any change is made, whether the images the
+	// plan starts are present or can be fetched, and what features each
+	// can provide (see Preflight). An image with an empty Ref is the one
+	// the provider would choose for the service. An image left out of the
+	// capabilities is not checked.
+	Check(ctx context.Context, images []plan.ImageUse) (plan.Capabilities, error)
 	// Create provisions a ready instance. On error it leaves nothing behind.
 	Create(ctx context.Context, req CreateRequest) (*Created, error)
 	// Probe checks a recorded instance is running and answers with its
@@ -44,6 +45,10 @@ type CreateRequest struct {
 	Generation int
 	// Features holds every service to run with the features to enable.
 	Features config.FeatureSet
+	// Images is the image each service runs (the plan's choice, see
+	// plan.ChooseImages); a service missing from it runs the image the
+	// provider's configuration picks for its features.
+	Images map[string]string
 	// Networks are user networks the containers join besides their own;
 	// Publish is where their ports are published and whether with TLS.
 	Networks []string

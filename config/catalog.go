@@ -38,7 +38,7 @@ func DefaultCatalog() *Catalog {
 		{Name: "earthdistance"}, {Name: "fuzzystrmatch"}, {Name: "hstore"},
 		{Name: "intarray"}, {Name: "isn"}, {Name: "ltree"}, {Name: "pg_trgm"},
 		{Name: "pgcrypto"}, {Name: "postgis"}, {Name: "seg"}, {Name: "tablefunc"},
-		{Name: "timescaledb", ExplicitOnly: true, Note: "only when asked for explicitly; not in the default images"},
+		{Name: "timescaledb", ExplicitOnly: true, Note: "only when asked for explicitly; its default image is timescale/timescaledb:latest-pg17"},
 		{Name: "tsm_system_rows"}, {Name: "tsm_system_time"}, {Name: "unaccent"},
 		{Name: "uuid-ossp"}, {Name: "vector"},
 	}

@@ -263,7 +263,7 @@ func TestProviderDefaults(t *testing.T) {
 			name: "no provider block",
 			src:  `project "p" { services = ["postgres"] }`,
 			want: &Provider{
-				Images:    map[string]Image{"postgres": {Ref: "postgres:17"}, "redis": {Ref: "redis:8"}},
+				Images:    map[string]Image{"postgres": {Ref: "postgres:17", Default: true}, "redis": {Ref: "redis:8", Default: true}},
 				MemoryMB:  1024,
 				PidsLimit: 1024,
 			},
@@ -280,7 +280,7 @@ provider "docker" {
 }`,
 			want: &Provider{
 				Images: map[string]Image{
-					"postgres": {Ref: "postgres:17"},
+					"postgres": {Ref: "postgres:17", Default: true},
 					"redis":    {Ref: "redis/redis-stack-server:7", Modules: map[string]string{"search": "/opt/search.so"}},
 				},
 				MemoryMB:  512,

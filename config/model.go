@@ -50,7 +50,7 @@ type Variable struct {
 // Provider is the docker provider block with defaults applied.
 type Provider struct {
 	Host      string           // empty: DOCKER_HOST or the local socket
-	Images    map[string]Image // service → image; every catalog service present
+	Images    map[string]Image // service → image; every catalog service present (Default when not configured)
 	MemoryMB  int64            // per container memory limit
 	PidsLimit int64            // per container pids limit
 	// Networks are user networks every sandbox joins, sorted.
@@ -67,6 +67,10 @@ type Provider struct {
 // module lives inside it.
 type Image struct {
 	Ref string
+	// Default is set when no image block names the service: Ref is then
+	// its bare default, and Provider.ImageFor picks the default image by
+	// the features a sandbox asks for (images.go).
+	Default bool
 	// Modules maps a feature to the module file to load with --loadmodule.
 	// A feature absent here is expected to be built into the image.
 	Modules map[string]string

@@ -45,9 +45,10 @@ const (
 	StorageTmpfs = "tmpfs"
 )
 
-// defaultImageRef is the image a catalog service runs when the provider
-// does not name one. A service without a known default runs the image of
-// its own name.
+// defaultImageRef is the bare image of a catalog service, run when the
+// provider does not name one and the sandbox asks for no feature that
+// needs another (DefaultImages). A service without a known default runs
+// the image of its own name.
 func defaultImageRef(service string) string {
 	switch service {
 	case "postgres":
@@ -80,7 +81,7 @@ func (l *loader) decodeProvider(blocks hcl.Blocks) hcl.Diagnostics {
 	}
 	for _, svc := range l.cat.Services() {
 		if _, ok := p.Images[svc]; !ok {
-			p.Images[svc] = Image{Ref: defaultImageRef(svc)}
+			p.Images[svc] = Image{Ref: defaultImageRef(svc), Default: true}
 		}
 	}
 	return diags

@@ -31,7 +31,7 @@ func newFake() *fakeProvider {
 	return &fakeProvider{live: map[string]bool{}, dead: map[string]bool{}}
 }
 
-func (f *fakeProvider) Check(context.Context, []string) (plan.Capabilities, error) {
+func (f *fakeProvider) Check(context.Context, []plan.ImageUse) (plan.Capabilities, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.caps, nil

@@ -172,8 +172,12 @@ func (b *Broker) checkExtensions(p *config.Project, ext map[string][]string) (co
 // could not record. The caller holds the instance lock.
 func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefix string) (*Result, error) {
 	addr := t.String()
-	// Images and features are checked before anything is made, as plan
+	// The image each service runs is chosen as plan chooses it, then
+	// images and features are checked before anything is made, as plan
 	// does for apply.
+	if err := plan.ChooseImages([]*plan.Change{ch}, b.Config.Provider); err != nil {
+		return nil, &Error{Kind: Unavailable, Msg: err.Error(), Err: err}
+	}
 	if err := apply.Preflight(ctx, b.Provider, []*plan.Change{ch}, b.Data); err != nil {
 		var ue *plan.UnprovidableError
 		if errors.As(err, &ue) {

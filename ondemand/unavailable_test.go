@@ -14,7 +14,8 @@ import (
 func TestRequestUnavailableFeature(t *testing.T) {
 	e := newEnv(t)
 	e.prov.caps = plan.Capabilities{
-		"redis": {Image: "redis:7", Features: map[string]string{"search": "1.2.0"}},
+		// The configuration names no image: the plan picks redis:8.
+		{Service: "redis", Ref: "redis:8"}: {Image: "redis:8", Features: map[string]string{"search": "1.2.0"}},
 	}
 	_, err := e.b.Request(context.Background(), Request{Address: "sandbox.agent", Key: "k",
 		Extensions: map[string][]string{"redis": {"json"}}})

@@ -37,3 +37,32 @@ func BenchmarkBuild1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBuildDefaultImages1000 is a first plan of 1,000 instances with
+// no image configured: every one is a create whose images are picked from
+// the default table by its features (ChooseImages).
+func BenchmarkBuildDefaultImages1000(b *testing.B) {
+	cfg := &config.Config{Sandboxes: map[string]*config.Sandbox{}, Provider: &config.Provider{Images: map[string]config.Image{
+		"postgres": {Ref: "postgres:17", Default: true}, "redis": {Ref: "redis:8", Default: true}}}}
+	snap := &state.Snapshot{Lineage: "l", Serial: 1, Records: map[string]*state.Record{}}
+	for i := range 1000 {
+		name := fmt.Sprintf("sb%04d", i)
+		feats := config.FeatureSet{"postgres": {"pg_trgm", "vector"}, "redis": {}}
+		switch i % 3 {
+		case 0:
+			feats = config.FeatureSet{"postgres": {"citext", "postgis"}, "redis": {"search", "json"}}
+		case 1:
+			feats = config.FeatureSet{"postgres": {"hstore"}, "redis": {"bloom"}}
+		}
+		in := inst("sandbox."+name, feats, nil)
+		cfg.Instances = append(cfg.Instances, in)
+		cfg.Sandboxes[name] = &config.Sandbox{Name: name, Project: in.Project}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := Build(cfg, snap, nil, Options{Now: now})
+		if err != nil || len(p.Changes) != 1000 || p.Changes[0].After.Images["postgres"] == "" {
+			b.Fatalf("plan: %v, %d changes", err, len(p.Changes))
+		}
+	}
+}

@@ -9,12 +9,13 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 )
 
-// Capabilities is what the provider found each service's image can
-// provide, by service. It is observed data, like Observed: the provider
-// inspects the images and the plan only compares. A service missing from
-// it was not inspected (refresh off, or a provider that cannot tell) and
-// is not checked.
-type Capabilities map[string]ImageCapabilities
+// Capabilities is what the provider found each image can provide, by
+// service and image (the Ref of a change's After.Images, "" for a change
+// without images). It is observed data, like Observed: the provider
+// inspects the images and the plan only compares. An image missing from it
+// was not inspected (refresh off, or a provider that cannot tell) and is
+// not checked.
+type Capabilities map[ImageUse]ImageCapabilities
 
 // ImageCapabilities is what one image provides.
 type ImageCapabilities struct {
@@ -87,7 +88,7 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 			continue
 		}
 		for _, svc := range c.After.Features.Services() {
-			ic, known := caps[svc]
+			ic, known := caps[ImageUse{Service: svc, Ref: c.After.Images[svc]}]
 			if !known {
 				continue
 			}

@@ -11,8 +11,8 @@ import (
 
 func TestUnprovidable(t *testing.T) {
 	caps := Capabilities{
-		"postgres": {Image: "pg:17", Features: map[string]string{"timescaledb": "2.19.3", "vector": "0.8.0"}},
-		"redis": {Image: "redis:7", Features: map[string]string{"search": "1.2.0"},
+		{Service: "postgres"}: {Image: "pg:17", Features: map[string]string{"timescaledb": "2.19.3", "vector": "0.8.0"}},
+		{Service: "redis"}: {Image: "redis:7", Features: map[string]string{"search": "1.2.0"},
 			Unusable: map[string]string{"json": "module /x/rejson.so does not load"}, Hint: "set modules"},
 	}
 	cfg := cfgOf(
@@ -77,7 +77,7 @@ func TestUnprovidableNothingMissing(t *testing.T) {
 	}
 	// A service the provider did not report on is not checked (refresh
 	// off, or a provider that cannot tell).
-	caps := Capabilities{"postgres": {Image: "pg", Features: map[string]string{"vector": ""}}}
+	caps := Capabilities{{Service: "postgres"}: {Image: "pg", Features: map[string]string{"vector": ""}}}
 	if err := p.Unprovidable(caps); err != nil {
 		t.Errorf("want nil, got %v", err)
 	}
@@ -89,7 +89,7 @@ func TestUnprovidableNothingMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Unprovidable(Capabilities{"redis": {Features: map[string]string{}}}); err != nil {
+	if err := d.Unprovidable(Capabilities{{Service: "redis"}: {Features: map[string]string{}}}); err != nil {
 		t.Errorf("delete plan: want nil, got %v", err)
 	}
 }

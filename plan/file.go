@@ -12,7 +12,7 @@ import (
 )
 
 // FileFormat identifies saved plan files; bump it when the layout changes.
-const FileFormat = "sandboxer-plan/1"
+const FileFormat = "sandboxer-plan/2" // 2: creates and replaces name their images
 
 // File is a saved plan: the changes plus what they were made against, so a
 // later apply can refuse it when state or configuration have moved on.

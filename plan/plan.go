@@ -73,6 +73,9 @@ type Sandbox struct {
 	// Exposure is where its ports are published; omitted (nil) for the
 	// default, 127.0.0.1 without TLS.
 	Exposure *config.Publish `json:"exposure,omitempty"`
+	// Images is the image each service runs, service → reference: set on
+	// the After of a create or replace (ChooseImages), omitted elsewhere.
+	Images map[string]string `json:"images,omitempty"`
 }
 
 // Change is the planned action for one instance.

@@ -14,6 +14,10 @@ variable "suites" {
   }
 }
 
+# This machine has no container registry, so the provider block points at
+# the images `make images` builds. Elsewhere, delete the block: the plan
+# then picks the official postgres:17 (pg_trgm is in its contrib) and
+# redis:8 (search built in).
 provider "docker" {
   image "postgres" {
     ref = "sandboxer.local/postgres:17"

@@ -1,7 +1,9 @@
 # A Go test that asks for its own sandbox: see gotest_test.go.
 #
 # This machine has no container registry, so the provider block points at
-# the images `make images` builds. Elsewhere, delete the block.
+# the images `make images` builds. Elsewhere, delete the block: the plan
+# then picks the official images for the features, pgvector/pgvector:pg17
+# (vector) and redis:8.
 provider "docker" {
   image "postgres" {
     ref = "sandboxer.local/postgres:17"

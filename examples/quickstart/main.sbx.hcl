@@ -3,8 +3,10 @@
 #
 # This machine has no container registry, so the provider block points at
 # the images `make images` builds from Debian packages. Elsewhere, delete
-# the block: the defaults are the official postgres:17 and redis:8 images
-# (redis:8 has search built in, so it needs no module path).
+# the block: with no image configured, the plan picks the official image
+# that has what each sandbox asks for and shows it, here
+# pgvector/pgvector:pg17 (vector) and redis:8 (search is built in and
+# loaded by the image, so it needs no module path).
 provider "docker" {
   image "postgres" {
     ref = "sandboxer.local/postgres:17"

@@ -7,6 +7,9 @@
 # The markdown names the replace, why ("redis feature \"search\" is not
 # provisioned") and that credentials rotate; the postgres-only sandbox
 # stays reused because its cache already covers what it asks for.
+# As in the other examples, the provider block names the local images
+# `make images` builds; elsewhere delete it and the plan picks the
+# official postgres:17 and redis:8 (search built in), and shows so.
 provider "docker" {
   image "postgres" {
     ref = "sandboxer.local/postgres:17"

@@ -139,7 +139,8 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 		for _, svc := range ch.After.Features.Services() {
 			lines = append(lines, fmt.Sprintf("      %s %-*s = %s", c.Green("+"), w, svc, listText(ch.After.Features[svc])))
 		}
-		return append(append(lines, reachCreateLines(ch.After, c)...), "    }")
+		lines = append(lines, reachCreateLines(ch.After, c)...)
+		return append(append(lines, imagesLine(ch.After)...), "    }")
 	case plan.CreateThenDelete:
 		lines := []string{c.Red("-/") + c.Green("+") + " " + name + " {"}
 		svcs := ch.After.Features.Services()
@@ -165,9 +166,25 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 			lines = append(lines, fmt.Sprintf("      %s %-*s = (carried)", c.Yellow("~"), w, "data"))
 		}
 		lines = append(lines, fmt.Sprintf("      %s %-*s = (sensitive) -> (rotated)", c.Yellow("~"), w, "credentials"))
-		return append(lines, "    }")
+		return append(append(lines, imagesLine(ch.After)...), "    }")
 	}
 	return nil
+}
+
+// imagesLine says which image each service of a create or replace runs,
+// as a comment: it is what the plan chose (configured, or the default
+// image for the features), not something that changes on its own.
+func imagesLine(after *plan.Sandbox) []string {
+	if after == nil || len(after.Images) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, svc := range after.Features.Services() {
+		if ref, ok := after.Images[svc]; ok {
+			parts = append(parts, fmt.Sprintf("%s %q", svc, ref))
+		}
+	}
+	return []string{"      # images: " + strings.Join(parts, ", ")}
 }
 
 // seedText shortens a seed digest for the diff: "sha256:1a2b3c4d…", or

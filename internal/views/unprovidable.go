@@ -3,11 +3,13 @@ package views
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 )
 
@@ -23,6 +25,7 @@ func Unprovidable(w io.Writer, e *plan.UnprovidableError, where func(addr string
 	fmt.Fprintf(w, "%s%s\n\n", c.Red("Error: "), c.Bold(fmt.Sprintf("The images cannot provide %d requested %s", n, noun)))
 	type imageKey struct{ service, image string }
 	images := map[imageKey]plan.Shortfall{}
+	missing := map[imageKey][]string{} // over every sandbox on the image
 	for _, s := range e.Shortfalls {
 		addr := s.Addr.String()
 		loc := ""
@@ -33,6 +36,7 @@ func Unprovidable(w io.Writer, e *plan.UnprovidableError, where func(addr string
 		}
 		fmt.Fprintf(w, "  %s%s: %s image %q does not provide %s\n", addr, loc, s.Service, s.Image, quoted(s.Missing))
 		k := imageKey{s.Service, s.Image}
+		missing[k] = append(missing[k], s.Missing...)
 		if prev, ok := images[k]; ok {
 			for f, why := range prev.Why {
 				if s.Why == nil {
@@ -72,6 +76,9 @@ func Unprovidable(w io.Writer, e *plan.UnprovidableError, where func(addr string
 		if s.Hint != "" {
 			fmt.Fprintf(w, "  To get the missing ones, %s.\n", s.Hint)
 		}
+		if with := officialImagesWith(k.service, missing[k]); with != "" {
+			fmt.Fprintf(w, "  Official images that have them: %s.\n", with)
+		}
 	}
 	fmt.Fprintln(w, "\nNothing was created and the state is unchanged.")
 }
@@ -82,4 +89,29 @@ func quoted(items []string) string {
 		q[i] = fmt.Sprintf("%q", s)
 	}
 	return strings.Join(q, ", ")
+}
+
+// officialImagesWith names, for the features a configured image lacks,
+// the default images that have them ("pgvector/pgvector:pg17 (vector)"),
+// the ones the plan would pick with no image configured.
+func officialImagesWith(service string, features []string) string {
+	by := map[string][]string{}
+	var refs []string
+	for _, f := range features {
+		ref, ok := config.DefaultImageWith(service, f)
+		if !ok || slices.Contains(by[ref], f) {
+			continue
+		}
+		if by[ref] == nil {
+			refs = append(refs, ref)
+		}
+		by[ref] = append(by[ref], f)
+	}
+	parts := make([]string, len(refs))
+	for i, ref := range refs {
+		slices.Sort(by[ref])
+		parts[i] = fmt.Sprintf("%s (%s)", ref, strings.Join(by[ref], ", "))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
 }

@@ -14,12 +14,29 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 )
 
 // capabilityFormat versions what an inspection finds and how it is cached;
 // bump it when either changes, so older cache entries are ignored.
-const capabilityFormat = 1
+// 2: the service user and the modules the image loads by itself.
+const capabilityFormat = 2
+
+// imageFacts is what one inspection of an image for a service finds: what
+// plan compares (its ImageCapabilities), and what Create needs to start the image as it
+// expects (who owns copied files, which modules not to load again).
+type imageFacts struct {
+	// The capabilities' fields are at the top of the cache file (tests
+	// and people read it as before).
+	plan.ImageCapabilities
+	// Owner is the user the service runs as in the image (serviceuser.go).
+	Owner fileOwner `json:"owner"`
+	// SelfLoaded lists the redis features whose module the image loads
+	// by itself, as redis:8's entrypoint does for every module it ships:
+	// a second --loadmodule of one aborts start-up.
+	SelfLoaded []string `json:"self_loaded,omitempty"`
+}
 
 // capCache remembers what each image provides. An image ID names its file
 // system exactly, so what one inspection found stays true for that ID (with
@@ -30,42 +47,42 @@ const capabilityFormat = 1
 type capCache struct {
 	dir    string
 	mu     sync.Mutex
-	mem    map[string]plan.ImageCapabilities
+	mem    map[string]imageFacts
 	flight singleflight.Group
 }
 
-// Check reports whether every service's image is present locally, trying a
-// pull for those that are not, and what features each image provides. It
-// runs at plan time so that a missing image or feature shows before apply
-// changes anything. Images are inspected at once, in parallel.
-func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
+// Check reports whether every image the plan starts is present locally,
+// trying a pull for those that are not, and what features each provides.
+// It runs at plan time so that a missing image or feature shows before
+// apply changes anything. Images are inspected at once, in parallel.
+func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabilities, error) {
 	caps := plan.Capabilities{}
 	var mu sync.Mutex
-	refs := make(map[string]string, len(services))
-	for _, svc := range services {
-		if err := p.cat.CheckService(svc); err != nil {
-			return nil, fmt.Errorf("check %s: %w", svc, err)
+	imgs := make(map[plan.ImageUse]config.Image, len(uses))
+	for _, u := range uses {
+		if err := p.cat.CheckService(u.Service); err != nil {
+			return nil, fmt.Errorf("check %s: %w", u.Service, err)
 		}
-		img, err := p.image(svc)
+		img, err := p.imageFor(u.Service, u.Ref, nil)
 		if err != nil {
-			return nil, fmt.Errorf("check %s: %w", svc, err)
+			return nil, fmt.Errorf("check %s: %w", u.Service, err)
 		}
-		refs[svc] = img.Ref
+		imgs[u] = img
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	for svc, ref := range refs {
+	for u, img := range imgs {
 		g.Go(func() error {
-			ii, err := p.ensureImage(gctx, svc, ref)
+			ii, err := p.ensureImage(gctx, u.Service, img.Ref)
 			if err != nil {
 				return err
 			}
-			ic, err := p.imageCapabilities(gctx, svc, ref, ii)
+			f, err := p.imageFacts(gctx, u.Service, img, ii)
 			if err != nil {
-				return fmt.Errorf("find what image %q for service %s provides: %w", ref, svc, err)
+				return err
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			caps[svc] = ic
+			caps[u] = f.ImageCapabilities
 			return nil
 		})
 	}
@@ -75,43 +92,45 @@ func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilit
 	return caps, nil
 }
 
-// imageCapabilities returns what the image provides for service, from the
-// cache or by inspecting it.
-func (p *Provider) imageCapabilities(ctx context.Context, service, ref string, ii image.InspectResponse) (plan.ImageCapabilities, error) {
-	key := p.capabilityKey(service, ii.ID)
-	if ic, ok := p.cachedCapabilities(key); ok {
-		ic.Image = ref
-		return ic, nil
+// imageFacts returns what the image provides for service and how it runs
+// it, from the cache or by inspecting it. Create calls it too: after the
+// plan's Check it is a lookup in memory (or the cache directory); without
+// one it inspects first.
+func (p *Provider) imageFacts(ctx context.Context, service string, img config.Image, ii image.InspectResponse) (imageFacts, error) {
+	ref := img.Ref
+	key := p.capabilityKey(service, img, ii.ID)
+	if f, ok := p.cachedFacts(key); ok {
+		f.Image = ref
+		return f, nil
 	}
 	v, err, _ := p.caps.flight.Do(key, func() (any, error) {
-		var ic plan.ImageCapabilities
+		var f imageFacts
 		var err error
 		switch service {
 		case "postgres":
-			ic, err = p.postgresCapabilities(ctx, ref, ii)
+			f, err = p.postgresCapabilities(ctx, ref, ii)
 		case "redis":
-			ic, err = p.redisCapabilities(ctx, ref, ii)
+			f, err = p.redisCapabilities(ctx, img, ii)
 		default:
 			return nil, fmt.Errorf("service %s is not supported by the docker provider", service)
 		}
 		if err != nil {
 			return nil, err
 		}
-		p.storeCapabilities(key, ic)
-		return ic, nil
+		p.storeFacts(key, f)
+		return f, nil
 	})
 	if err != nil {
-		return plan.ImageCapabilities{}, err
+		return imageFacts{}, fmt.Errorf("find what image %q for service %s provides: %w", ref, service, err)
 	}
-	ic := v.(plan.ImageCapabilities)
-	ic.Image = ref
-	return ic, nil
+	f := v.(imageFacts)
+	f.Image = ref
+	return f, nil
 }
 
 // capabilityKey names one inspection: the image, the service it runs as,
 // the module paths configured for it and the allowlist it was filtered by.
-func (p *Provider) capabilityKey(service, imageID string) string {
-	img, _ := p.image(service)
+func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
 	for _, f := range sortedKeys(img.Modules) {
@@ -124,45 +143,45 @@ func (p *Provider) capabilityKey(service, imageID string) string {
 	return service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// cachedCapabilities looks in memory, then on disk. A cache file that
-// cannot be read is ignored: the image is inspected again.
-func (p *Provider) cachedCapabilities(key string) (plan.ImageCapabilities, bool) {
+// cachedFacts looks in memory, then on disk. A cache file that cannot be
+// read is ignored: the image is inspected again.
+func (p *Provider) cachedFacts(key string) (imageFacts, bool) {
 	c := &p.caps
 	c.mu.Lock()
-	ic, ok := c.mem[key]
+	f, ok := c.mem[key]
 	c.mu.Unlock()
 	if ok || c.dir == "" {
-		return ic, ok
+		return f, ok
 	}
 	b, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
-	if err != nil || json.Unmarshal(b, &ic) != nil || ic.Features == nil {
-		return plan.ImageCapabilities{}, false
+	if err != nil || json.Unmarshal(b, &f) != nil || f.Features == nil {
+		return imageFacts{}, false
 	}
 	c.mu.Lock()
 	if c.mem == nil {
-		c.mem = map[string]plan.ImageCapabilities{}
+		c.mem = map[string]imageFacts{}
 	}
-	c.mem[key] = ic
+	c.mem[key] = f
 	c.mu.Unlock()
-	return ic, true
+	return f, true
 }
 
-// storeCapabilities remembers an inspection. Writing the cache file is
-// best effort: without it the next run inspects again, which is slower
-// but gives the same answer.
-func (p *Provider) storeCapabilities(key string, ic plan.ImageCapabilities) {
+// storeFacts remembers an inspection. Writing the cache file is best
+// effort: without it the next run inspects again, which is slower but
+// gives the same answer.
+func (p *Provider) storeFacts(key string, f imageFacts) {
 	c := &p.caps
 	c.mu.Lock()
 	if c.mem == nil {
-		c.mem = map[string]plan.ImageCapabilities{}
+		c.mem = map[string]imageFacts{}
 	}
-	c.mem[key] = ic
+	c.mem[key] = f
 	c.mu.Unlock()
 	if c.dir == "" {
 		return
 	}
-	ic.Image = "" // the same image may go by other names
-	b, err := json.Marshal(ic)
+	f.Image = "" // the same image may go by other names
+	b, err := json.Marshal(f)
 	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
 		return
 	}

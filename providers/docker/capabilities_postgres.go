@@ -22,13 +22,17 @@ import (
 // (SHAREDIR/extension/NAME.control, which is what pg_available_extensions
 // reads too). The files are read from a created, never started container:
 // no server start (initdb alone takes seconds) and nothing of the image
-// runs.
-func (p *Provider) postgresCapabilities(ctx context.Context, ref string, ii image.InspectResponse) (plan.ImageCapabilities, error) {
+// runs. The same container tells the service user (serviceuser.go).
+func (p *Provider) postgresCapabilities(ctx context.Context, ref string, ii image.InspectResponse) (imageFacts, error) {
 	id, remove, err := p.createInspection(ctx, inspectSpec{Image: ref})
 	if err != nil {
-		return plan.ImageCapabilities{}, err
+		return imageFacts{}, err
 	}
 	defer remove()
+	owner, err := p.readOwner(ctx, id, "postgres", ii)
+	if err != nil {
+		return imageFacts{}, err
+	}
 	var versions map[string]string
 	var tried []string
 	for _, dir := range extensionDirs(imageEnv(ii, "PG_MAJOR")) {
@@ -38,13 +42,13 @@ func (p *Provider) postgresCapabilities(ctx context.Context, ref string, ii imag
 			continue
 		}
 		if err != nil {
-			return plan.ImageCapabilities{}, p.engineErr("read "+dir+" from image "+ref, err)
+			return imageFacts{}, p.engineErr("read "+dir+" from image "+ref, err)
 		}
 		var links map[string]string
 		versions, links, err = readControlFiles(rc)
 		rc.Close()
 		if err != nil {
-			return plan.ImageCapabilities{}, fmt.Errorf("read %s from image %s: %w", dir, ref, err)
+			return imageFacts{}, fmt.Errorf("read %s from image %s: %w", dir, ref, err)
 		}
 		for name, target := range links {
 			if !slices.Contains(p.cat.Allowed("postgres"), name) {
@@ -52,7 +56,7 @@ func (p *Provider) postgresCapabilities(ctx context.Context, ref string, ii imag
 			}
 			v, ok, err := p.followControlLink(ctx, id, dir, target)
 			if err != nil {
-				return plan.ImageCapabilities{}, err
+				return imageFacts{}, err
 			}
 			if ok {
 				versions[name] = v
@@ -61,7 +65,7 @@ func (p *Provider) postgresCapabilities(ctx context.Context, ref string, ii imag
 		break
 	}
 	if versions == nil {
-		return plan.ImageCapabilities{}, fmt.Errorf("no PostgreSQL extension directory in the image (looked in %s)", strings.Join(tried, ", "))
+		return imageFacts{}, fmt.Errorf("no PostgreSQL extension directory in the image (looked in %s)", strings.Join(tried, ", "))
 	}
 	ic := plan.ImageCapabilities{Features: map[string]string{},
 		Hint: `use a postgres image that ships it: provider "docker" { image "postgres" { ref = "…" } }`}
@@ -70,7 +74,7 @@ func (p *Provider) postgresCapabilities(ctx context.Context, ref string, ii imag
 			ic.Features[f] = v
 		}
 	}
-	return ic, nil
+	return imageFacts{ImageCapabilities: ic, Owner: owner}, nil
 }
 
 // extensionDirs are where PostgreSQL images keep extension control files:

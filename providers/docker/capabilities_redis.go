@@ -12,6 +12,7 @@ import (
 	"github.com/docker/go-connections/nat"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 )
 
@@ -24,14 +25,11 @@ import (
 // configured module that is not, and keeps the versions the server reports.
 // The server is throwaway: its admin is the only user, MODULE is enabled
 // for it, and the container is removed before returning.
-func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.InspectResponse) (plan.ImageCapabilities, error) {
-	img, err := p.image("redis")
-	if err != nil {
-		return plan.ImageCapabilities{}, err
-	}
+func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii image.InspectResponse) (imageFacts, error) {
+	ref := img.Ref
 	creds, err := p.newCredentials([]string{"redis"}, "")
 	if err != nil {
-		return plan.ImageCapabilities{}, err
+		return imageFacts{}, err
 	}
 	c := creds["redis"]
 	id, remove, err := p.createInspection(ctx, inspectSpec{
@@ -46,27 +44,31 @@ func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.I
 		Tmpfs: tmpfsMounts(ii),
 	})
 	if err != nil {
-		return plan.ImageCapabilities{}, err
+		return imageFacts{}, err
 	}
 	defer remove()
-	if err := p.copyFiles(ctx, id, containerFile{Path: secretPath(aclFileName), Content: aclFile(c), Mode: 0o600}); err != nil {
-		return plan.ImageCapabilities{}, fmt.Errorf("copy ACL file: %w", err)
+	owner, err := p.readOwner(ctx, id, "redis", ii)
+	if err != nil {
+		return imageFacts{}, err
+	}
+	if err := p.copyFiles(ctx, id, owner, containerFile{Path: secretPath(aclFileName), Content: aclFile(c), Mode: 0o600}); err != nil {
+		return imageFacts{}, fmt.Errorf("copy ACL file: %w", err)
 	}
 	if err := p.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return plan.ImageCapabilities{}, p.engineErr("start a container to inspect image "+ref, err)
+		return imageFacts{}, p.engineErr("start a container to inspect image "+ref, err)
 	}
 	ci, err := p.cli.ContainerInspect(ctx, id)
 	if err != nil {
-		return plan.ImageCapabilities{}, p.engineErr("inspect container", err)
+		return imageFacts{}, p.engineErr("inspect container", err)
 	}
 	if c.Port, err = publishedPort(ci, redisPort); err != nil {
-		return plan.ImageCapabilities{}, err
+		return imageFacts{}, err
 	}
 	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
 		return redisPing(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
 	})
 	if err != nil {
-		return plan.ImageCapabilities{}, fmt.Errorf("redis-server of image %s did not start: %w", ref, err)
+		return imageFacts{}, fmt.Errorf("redis-server of image %s did not start: %w", ref, err)
 	}
 	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
 	defer admin.Close()
@@ -74,10 +76,12 @@ func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.I
 		Hint: `set provider "docker" { image "redis" { modules = { FEATURE = "/path/to/module.so" } } } to a module the image has, or use an image that bundles it (redis:8)`}
 	loaded, err := redisModuleVersions(ctx, admin)
 	if err != nil {
-		return plan.ImageCapabilities{}, fmt.Errorf("list loaded modules: %w", err)
+		return imageFacts{}, fmt.Errorf("list loaded modules: %w", err)
 	}
+	facts := imageFacts{Owner: owner}
 	for _, f := range p.cat.Allowed("redis") {
 		if _, ok := moduleVersion(loaded, f); ok {
+			facts.SelfLoaded = append(facts.SelfLoaded, f)
 			continue
 		}
 		path := img.Modules[f]
@@ -92,7 +96,7 @@ func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.I
 		}
 	}
 	if loaded, err = redisModuleVersions(ctx, admin); err != nil {
-		return plan.ImageCapabilities{}, fmt.Errorf("list loaded modules: %w", err)
+		return imageFacts{}, fmt.Errorf("list loaded modules: %w", err)
 	}
 	for _, f := range p.cat.Allowed("redis") {
 		if v, ok := moduleVersion(loaded, f); ok {
@@ -100,7 +104,8 @@ func (p *Provider) redisCapabilities(ctx context.Context, ref string, ii image.I
 			delete(ic.Unusable, f)
 		}
 	}
-	return ic, nil
+	facts.ImageCapabilities = ic
+	return facts, nil
 }
 
 // publishedPort returns the host port the engine picked for port on
@@ -174,14 +179,14 @@ func moduleVersion(loaded map[string]string, feature string) (string, bool) {
 }
 
 // verifiedModules returns the allowed redis features this provider has
-// seen load in image imageID (an earlier Check), with versions; none when
-// it has not inspected the image.
-func (p *Provider) verifiedModules(imageID string) map[string]string {
-	ic, ok := p.cachedCapabilities(p.capabilityKey("redis", imageID))
+// seen load in image imageID run as img (an earlier Check), with
+// versions; none when it has not inspected the image.
+func (p *Provider) verifiedModules(img config.Image, imageID string) map[string]string {
+	f, ok := p.cachedFacts(p.capabilityKey("redis", img, imageID))
 	if !ok {
 		return nil
 	}
-	return ic.Features
+	return f.Features
 }
 
 // moduleLoadError explains a failed MODULE LOAD: the reply only says to

@@ -39,13 +39,13 @@ func TestCheckCapabilities(t *testing.T) {
 	p.SetCacheDir(dir)
 
 	start := time.Now()
-	caps, err := p.Check(ctx, []string{"postgres", "redis"})
+	caps, err := p.Check(ctx, uses("postgres", "redis"))
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
 	t.Logf("first Check (inspects both images): %s", time.Since(start))
 
-	pg := caps["postgres"]
+	pg := caps[use("postgres")]
 	for _, ext := range []string{"vector", "postgis", "pg_trgm", "timescaledb"} {
 		if v, ok := pg.Features[ext]; !ok || v == "" {
 			t.Errorf("postgres image: %s missing or without version (%q, %v); got %v", ext, v, ok, pg.Features)
@@ -56,7 +56,7 @@ func TestCheckCapabilities(t *testing.T) {
 			t.Errorf("postgres capabilities list %q, which is not on the allowlist", ext)
 		}
 	}
-	rd := caps["redis"]
+	rd := caps[use("redis")]
 	if testRedisSearchModule() != "" {
 		// The local image: Debian's RediSearch 1.2.
 		if got := rd.Features["search"]; !strings.HasPrefix(got, "1.2.") {
@@ -93,12 +93,12 @@ func TestCheckCapabilities(t *testing.T) {
 	defer q.Close()
 	q.SetCacheDir(dir)
 	start = time.Now()
-	again, err := q.Check(ctx, []string{"postgres", "redis"})
+	again, err := q.Check(ctx, uses("postgres", "redis"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("cached Check: %s", time.Since(start))
-	if len(again["postgres"].Features) != len(pg.Features) || again["redis"].Features["search"] != rd.Features["search"] {
+	if len(again[use("postgres")].Features) != len(pg.Features) || again[use("redis")].Features["search"] != rd.Features["search"] {
 		t.Errorf("cached capabilities differ: %v vs %v", again, caps)
 	}
 	// A damaged cache file is ignored, not trusted.
@@ -113,7 +113,7 @@ func TestCheckCapabilities(t *testing.T) {
 	}
 	defer r.Close()
 	r.SetCacheDir(dir)
-	if third, err := r.Check(ctx, []string{"redis"}); err != nil || third["redis"].Features["search"] != rd.Features["search"] {
+	if third, err := r.Check(ctx, uses("redis")); err != nil || third[use("redis")].Features["search"] != rd.Features["search"] {
 		t.Errorf("after a damaged cache: %v, %v", third, err)
 	}
 }
@@ -141,7 +141,7 @@ func TestCreateTimescaleDB(t *testing.T) {
 	p, secrets := newTestProvider(t)
 	lineage := newLineage(t, p)
 	ctx := context.Background()
-	if _, err := p.Check(ctx, []string{"postgres"}); err != nil {
+	if _, err := p.Check(ctx, uses("postgres")); err != nil {
 		t.Fatal(err)
 	}
 	req := apply.CreateRequest{Address: "sandbox.tsdb", Lineage: lineage, Generation: 1,

@@ -23,6 +23,8 @@ type build struct {
 	// the init script (pginit.go).
 	pgVerifier string
 	reach      *buildReach // reach.go: TLS material and CA file
+	// images is what each service runs (validate fills it).
+	images map[string]config.Image
 
 	mu         sync.Mutex
 	netID      string            // the lineage's network (see onNetwork)
@@ -59,11 +61,13 @@ func (b *build) done(service string, c state.Credentials, available map[string]s
 // labelled with it can only be leftovers of an interrupted Create (state is
 // written after Create returns), so they are removed first.
 func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
-	if err := p.validate(req); err != nil {
+	images, err := p.validate(req)
+	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
 	b := &build{
 		req:        req,
+		images:     images,
 		starts:     newStartGates(req.Features.Services()),
 		containers: map[string]string{},
 		names:      map[string]string{},
@@ -214,35 +218,39 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 
 // validate re-checks the request against the catalog: it is the security
 // boundary, so the provider does not rely on config validation alone.
-func (p *Provider) validate(req apply.CreateRequest) error {
+// It returns the image each service runs.
+func (p *Provider) validate(req apply.CreateRequest) (map[string]config.Image, error) {
 	if req.Address == "" || req.Lineage == "" || req.Generation < 1 {
-		return fmt.Errorf("invalid request: address, lineage and a generation ≥ 1 are required")
+		return nil, fmt.Errorf("invalid request: address, lineage and a generation ≥ 1 are required")
 	}
 	if len(req.Features) == 0 {
-		return errors.New("invalid request: no services")
+		return nil, errors.New("invalid request: no services")
 	}
 	if req.Database != "" {
 		if err := config.CheckDatabase(req.Database); err != nil {
-			return fmt.Errorf("invalid request: %w", err)
+			return nil, fmt.Errorf("invalid request: %w", err)
 		}
 	}
+	images := map[string]config.Image{}
 	for _, svc := range req.Features.Services() {
 		for _, f := range req.Features[svc] {
 			if err := p.cat.CheckFeature(svc, f); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if err := p.cat.CheckService(svc); err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := p.image(svc); err != nil {
-			return err
+		img, err := p.imageFor(svc, req.Images[svc], req.Features[svc])
+		if err != nil {
+			return nil, err
 		}
+		images[svc] = img
 	}
 	if req.Publish.TLS && p.CADir == "" {
-		return errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
+		return nil, errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
 	}
-	return nil
+	return images, nil
 }
 
 // newCredentials generates fresh random passwords for every service;

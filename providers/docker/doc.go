@@ -8,8 +8,18 @@
 // state lineage and generation; the labels, not the ids kept in state, are
 // the source of truth after a crash (ListManaged, DeleteManaged).
 //
+// Each service runs the image the plan chose (apply.CreateRequest.Images):
+// the configured one, or with none configured a default image picked for
+// the features (config.DefaultImages). What differs between images is read
+// from them and cached with their capabilities (capabilities.go): the
+// service user that owns copied files (serviceuser.go), the modules the
+// image loads by itself, where its data directory and VOLUMEs lie.
+//
 // What this package must never do:
 //   - pull or build images during Create (Check may try a pull, at plan time);
+//   - start an image that is neither the configured one nor, when none is
+//     configured, a default image (a saved plan names the image);
+//   - assume a service uid, or load a module the image already loads;
 //   - publish a port on anything but the configured publish address
 //     (127.0.0.1 by default), run a container privileged or without
 //     no-new-privileges, or create a volume without its labels;

@@ -141,7 +141,7 @@ func TestCheck(t *testing.T) {
 	t.Parallel()
 	p, _ := newTestProvider(t)
 	ctx := context.Background()
-	if _, err := p.Check(ctx, []string{"postgres", "redis"}); err != nil {
+	if _, err := p.Check(ctx, uses("postgres", "redis")); err != nil {
 		t.Fatalf("Check with local images: %v", err)
 	}
 	cfg := testConfig()
@@ -153,7 +153,7 @@ func TestCheck(t *testing.T) {
 	defer q.Close()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, err = q.Check(cctx, []string{"postgres", "redis"})
+	_, err = q.Check(cctx, uses("postgres", "redis"))
 	if err == nil {
 		t.Fatal("Check passed with a missing image")
 	}

@@ -16,13 +16,11 @@ import (
 // for the postgres contract's POSTGRES_PASSWORD_FILE pointer, never as
 // environment. The directory lives outside every VOLUME path: those get a
 // tmpfs at start, which would hide a file copied in before.
-const (
-	secretDir = "/etc/sandboxer"
-	// serviceUID owns the files: 999 is the postgres and redis user of the
-	// official Debian images and of the local ones (Alpine's redis too);
-	// entrypoints that start as root read them either way.
-	serviceUID = 999
-)
+//
+// The files are owned by the image's service user (serviceuser.go), read
+// from the image, never assumed: PostgreSQL refuses a key file owned by
+// another user, and a 0600 file of another uid cannot be read at all.
+const secretDir = "/etc/sandboxer"
 
 // containerFile is one file to put into a created container.
 type containerFile struct {
@@ -39,8 +37,8 @@ func secretPath(name string) string { return path.Join(secretDir, name) }
 // engine a mount of the container's file system and a helper process
 // (about 100 ms here), whatever the size. secretDir is created; every other
 // directory must already exist in the image. The engine keeps the owner the
-// tar header names.
-func (p *Provider) copyFiles(ctx context.Context, id string, files ...containerFile) error {
+// tar header names: owner.
+func (p *Provider) copyFiles(ctx context.Context, id string, owner fileOwner, files ...containerFile) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
@@ -51,7 +49,7 @@ func (p *Provider) copyFiles(ctx context.Context, id string, files ...containerF
 	for _, f := range files {
 		h := &tar.Header{
 			Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode, Size: int64(len(f.Content)),
-			Uid: serviceUID, Gid: serviceUID, ModTime: now,
+			Uid: owner.UID, Gid: owner.GID, ModTime: now,
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return err

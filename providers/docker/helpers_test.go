@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/testenv"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -34,6 +35,18 @@ func testRedisImage() string {
 func testRedisSearchModule() string {
 	return envOr("SANDBOXER_TEST_REDIS_SEARCH_MODULE", "/usr/lib/redis/modules/redisearch.so")
 }
+
+// uses names the services' images as Check gets them from a plan that
+// chose none: the provider's own choice.
+func uses(services ...string) []plan.ImageUse {
+	out := make([]plan.ImageUse, len(services))
+	for i, s := range services {
+		out[i] = use(s)
+	}
+	return out
+}
+
+func use(service string) plan.ImageUse { return plan.ImageUse{Service: service} }
 
 func envOr(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok {

@@ -1,6 +1,10 @@
 package docker
 
 import (
+	"path"
+	"slices"
+	"strings"
+
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/sandboxer/sandboxer/config"
@@ -63,11 +67,43 @@ const pgInitdbArgs = "--nosync --wal-segsize=1"
 // every write goes through FUSE, and initdb was slowest there. A volume is
 // also what a plain `docker run postgres` gets (the image declares one),
 // and the data survives a container restart as it would there.
+//
+// When the data directory lies below a declared VOLUME, as in the
+// postgres:18 images (PGDATA /var/lib/postgresql/18/docker, VOLUME
+// /var/lib/postgresql), the labelled volume goes on that VOLUME path, the
+// way `docker run` would mount the image's own volume: the data
+// directory is then made inside it by the entrypoint, and no mount hides
+// another.
 func pgDataMounts(ii image.InspectResponse, pgdata, storage string) (tmpfs map[string]string, volumes []string) {
-	if storage == config.StorageTmpfs {
-		return tmpfsMounts(ii, pgdata), nil
-	}
 	tmpfs = tmpfsMounts(ii)
-	delete(tmpfs, pgdata)
-	return tmpfs, []string{pgdata}
+	if storage == config.StorageTmpfs {
+		// A data directory below a declared VOLUME is on that VOLUME's
+		// tmpfs already; one mount inside another would only hide it.
+		for v := range tmpfs {
+			if below(pgdata, v) {
+				return tmpfs, nil
+			}
+		}
+		tmpfs[pgdata] = ""
+		return tmpfs, nil
+	}
+	for v := range tmpfs {
+		// Every declared VOLUME that holds the data directory gets a
+		// labelled volume (one, but for odd images), none a tmpfs.
+		if below(pgdata, v) {
+			volumes = append(volumes, v)
+			delete(tmpfs, v)
+		}
+	}
+	if len(volumes) == 0 {
+		return tmpfs, []string{pgdata}
+	}
+	slices.Sort(volumes)
+	return tmpfs, volumes
+}
+
+// below reports whether path p is dir or inside it.
+func below(p, dir string) bool {
+	p, dir = path.Clean(p), path.Clean(dir)
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }

@@ -29,11 +29,12 @@ const (
 // role's own login and SELECT 1, on the connection that then checks the
 // extensions.
 func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, c state.Credentials) error {
-	img, err := p.image("postgres")
+	img := b.images["postgres"]
+	ii, err := p.inspectImage(ctx, "postgres", img.Ref)
 	if err != nil {
 		return err
 	}
-	ii, err := p.inspectImage(ctx, "postgres", img.Ref)
+	facts, err := p.imageFacts(ctx, "postgres", img, ii)
 	if err != nil {
 		return err
 	}
@@ -73,8 +74,8 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		return err
 	}
 	files := []containerFile{
-		// Mode 0400: the entrypoint reads it as root (or as the postgres
-		// user that owns it) before dropping privileges.
+		// Mode 0400: the entrypoint reads it as root or as the image's
+		// postgres user, which owns it (facts.Owner).
 		{Path: secretPath(pgPasswordFile), Content: []byte(c.AdminPassword.Reveal()), Mode: 0o400},
 		// World-readable: psql reads it as the image's postgres user, whose
 		// uid differs between images (999 on Debian, 70 on Alpine). It holds
@@ -84,7 +85,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	if t := b.reach.tls; t != nil {
 		files = append(append(files, t.files()...), postgresHBA())
 	}
-	if err := p.copyFiles(ctx, id, files...); err != nil {
+	if err := p.copyFiles(ctx, id, facts.Owner, files...); err != nil {
 		return fmt.Errorf("copy admin password and init script into %s: %w", name, err)
 	}
 	port, err := p.startContainer(ctx, b, "postgres", id, name, postgresPort)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,14 +34,16 @@ func redisModuleNames(feature string) []string {
 // startRedis starts redis-server with an ACL file (copied in before start,
 // so no password is on the command line or in the environment), no
 // persistence, and MODULE and DEBUG disabled; loads a module for each
-// requested feature that has a configured path; waits for the app user's
+// requested feature that has a configured path and that the image does
+// not load by itself (loadModuleArgs); waits for the app user's
 // AUTH + PING; then checks every requested feature's module is loaded.
 func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c state.Credentials) error {
-	img, err := p.image("redis")
+	img := b.images["redis"]
+	ii, err := p.inspectImage(ctx, "redis", img.Ref)
 	if err != nil {
 		return err
 	}
-	ii, err := p.inspectImage(ctx, "redis", img.Ref)
+	facts, err := p.imageFacts(ctx, "redis", img, ii)
 	if err != nil {
 		return err
 	}
@@ -51,14 +54,7 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 		"--enable-module-command", "no",
 		"--enable-debug-command", "no",
 	}
-	for _, f := range feats {
-		// A feature without a path is expected to be built in (redis:8
-		// loads its bundled modules itself); loading one twice aborts
-		// start-up, so never add a second --loadmodule.
-		if path := img.Modules[f]; path != "" {
-			cmd = append(cmd, "--loadmodule", path)
-		}
-	}
+	cmd = append(cmd, loadModuleArgs(feats, img.Modules, facts.SelfLoaded)...)
 	spec := containerSpec{
 		Service: "redis",
 		Image:   img.Ref,
@@ -80,7 +76,7 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 		return err
 	}
 	// The file holds only SHA-256 hashes of the passwords.
-	if err := p.copyFiles(ctx, id, files...); err != nil {
+	if err := p.copyFiles(ctx, id, facts.Owner, files...); err != nil {
 		return fmt.Errorf("copy ACL file into %s: %w", name, err)
 	}
 	port, err := p.startContainer(ctx, b, "redis", id, name, redisPort)
@@ -106,7 +102,7 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	// load in this image (a request for it is then a replace that works).
 	// A configured module that has not been seen to load is not listed.
 	available := map[string]string{}
-	for f, v := range p.verifiedModules(ii.ID) {
+	for f, v := range p.verifiedModules(img, ii.ID) {
 		available[f] = v
 	}
 	for _, f := range p.cat.Allowed("redis") {
@@ -126,6 +122,23 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	}
 	b.done("redis", c, available)
 	return nil
+}
+
+// loadModuleArgs are the --loadmodule arguments for the requested
+// features: one per feature with a configured module path, except those
+// whose module the image loads by itself (selfLoaded, seen by the image's
+// inspection: redis:8's entrypoint loads every module it ships). Loading
+// a module twice aborts start-up, whatever the paths, so a configured
+// path for such a feature is not used. A feature without a path is
+// expected to be built in.
+func loadModuleArgs(feats []string, modules map[string]string, selfLoaded []string) []string {
+	var args []string
+	for _, f := range feats {
+		if path := modules[f]; path != "" && !slices.Contains(selfLoaded, f) {
+			args = append(args, "--loadmodule", path)
+		}
+	}
+	return args
 }
 
 // redisClient is a single-connection client that fails fast: no retries,

@@ -45,22 +45,26 @@ func New(cat *config.Catalog) *Provider {
 	return &Provider{cat: cat, live: map[string]*instance{}}
 }
 
-// Check accepts every service of the catalog and reports that it provides
-// every feature the catalog allows.
-func (p *Provider) Check(ctx context.Context, services []string) (plan.Capabilities, error) {
+// Check accepts every service of the catalog and reports that each image
+// provides every feature the catalog allows.
+func (p *Provider) Check(ctx context.Context, images []plan.ImageUse) (plan.Capabilities, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	caps := plan.Capabilities{}
-	for _, svc := range services {
-		if err := p.cat.CheckService(svc); err != nil {
+	for _, u := range images {
+		if err := p.cat.CheckService(u.Service); err != nil {
 			return nil, fmt.Errorf("fake provider: %w", err)
 		}
-		ic := plan.ImageCapabilities{Image: "fake/" + svc, Features: map[string]string{}}
-		for _, f := range p.cat.Allowed(svc) {
+		ref := u.Ref
+		if ref == "" {
+			ref = "fake/" + u.Service
+		}
+		ic := plan.ImageCapabilities{Image: ref, Features: map[string]string{}}
+		for _, f := range p.cat.Allowed(u.Service) {
 			ic.Features[f] = "fake"
 		}
-		caps[svc] = ic
+		caps[u] = ic
 	}
 	return caps, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -211,14 +212,18 @@ func testDeleteUnknown(t *testing.T, s *suite) {
 }
 
 func testCheckUnknown(t *testing.T, s *suite) {
-	caps, err := s.Provider.Check(s.ctx(t), s.Features.Services())
+	var uses []plan.ImageUse
+	for _, svc := range s.Features.Services() {
+		uses = append(uses, plan.ImageUse{Service: svc}) // the provider's own choice
+	}
+	caps, err := s.Provider.Check(s.ctx(t), uses)
 	if err != nil {
-		t.Errorf("Check(%v) = %v", s.Features.Services(), err)
+		t.Errorf("Check(%v) = %v", uses, err)
 	}
 	// What Create provides must not be reported missing by Check: plan
 	// would refuse it. (A service left out of caps is simply not checked.)
 	for svc, feats := range s.Features {
-		ic, ok := caps[svc]
+		ic, ok := caps[plan.ImageUse{Service: svc}]
 		if !ok {
 			continue
 		}
@@ -228,7 +233,7 @@ func testCheckUnknown(t *testing.T, s *suite) {
 			}
 		}
 	}
-	if _, err := s.Provider.Check(s.ctx(t), []string{"mongodb"}); err == nil {
+	if _, err := s.Provider.Check(s.ctx(t), []plan.ImageUse{{Service: "mongodb"}}); err == nil {
 		t.Error("Check accepted a service no catalog has")
 	}
 }

@@ -20,8 +20,13 @@ type InitOptions struct {
 // starterConfig is what `init` writes: the smallest useful configuration.
 const starterConfig = `# sandboxer configuration: see https://github.com/sandboxer/sandboxer#quick-start
 #
+# With no image configured, the plan picks the official image that has the
+# features each sandbox asks for (postgres:17; pgvector/pgvector:pg17 for
+# vector; postgis/postgis:17-3.5 for postgis; redis:8) and shows it. A
+# configured image always wins:
+#
 # provider "docker" {
-#   image "postgres" { ref = "postgres:17" }  # the defaults when omitted
+#   image "postgres" { ref = "postgres:17" }
 #   image "redis"    { ref = "redis:8" }
 # }
 

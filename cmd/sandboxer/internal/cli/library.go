@@ -39,7 +39,8 @@ func (o PlanningOptions) planOptions(destroy bool) sandboxer.PlanOptions {
 }
 
 // planFailed renders what the library refused while planning (diagnostics
-// at their place in the configuration, features the images lack) and
+// at their place in the configuration, features the images lack, feature
+// sets no default image provides) and
 // explains what to do about a lock or an unreachable engine; operation is
 // the command's name.
 func planFailed(f *Factory, cfg *config.Config, operation string, err error) error {
@@ -49,7 +50,8 @@ func planFailed(f *Factory, cfg *config.Config, operation string, err error) err
 		return errReported
 	}
 	var ue *plan.UnprovidableError
-	if errors.As(err, &ue) {
+	var ne *plan.NoImageError
+	if errors.As(err, &ue) || errors.As(err, &ne) {
 		return unprovidable(f, err, cfg)
 	}
 	var le *state.LockedError

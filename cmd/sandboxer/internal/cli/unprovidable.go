@@ -11,11 +11,13 @@ import (
 )
 
 // unprovidable renders a preflight's list of features the images cannot
-// provide (with each sandbox block's location when cfg is known) and
-// returns errReported; any other error is returned as it is.
+// provide, or the plan's list of feature sets no default image provides
+// (with each sandbox block's location when cfg is known), and returns
+// errReported; any other error is returned as it is.
 func unprovidable(f *Factory, err error, cfg *config.Config) error {
 	var ue *plan.UnprovidableError
-	if !errors.As(err, &ue) {
+	var ne *plan.NoImageError
+	if !errors.As(err, &ue) && !errors.As(err, &ne) {
 		return err
 	}
 	var where func(string) (hcl.Range, bool)
@@ -36,6 +38,10 @@ func unprovidable(f *Factory, err error, cfg *config.Config) error {
 			r, ok := ranges[a.Block().String()]
 			return r, ok
 		}
+	}
+	if ne != nil {
+		views.NoImage(f.IO.Err, ne, where, f.ErrColor())
+		return errReported
 	}
 	views.Unprovidable(f.IO.Err, ue, where, f.ErrColor())
 	return errReported
