@@ -2,6 +2,7 @@ package sandboxer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,9 +20,11 @@ const DatabaseHostKey = "sbx-databases"
 // DatabaseOptions shape Database.
 type DatabaseOptions struct {
 	// Migration makes the template's schema once per content
-	// (databases.SQL(…) or a Go function with its own hash); the zero
-	// value is an empty schema.
+	// (databases.SQL(…) or a Go function with its own hash). SQL is the
+	// same as Migration: databases.SQL(SQL...), for callers that cannot
+	// pass a function (the API). Neither: an empty schema.
 	Migration databases.Migration
+	SQL       []string
 	// CreateDB lets the database's role create databases.
 	CreateDB bool
 	// TTL is the database's lease (default 1h): reap drops it after that
@@ -44,9 +47,10 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 	}
 	m := o.Migration
 	if m.Run == nil {
-		m = databases.SQL()
+		m = databases.SQL(o.SQL...)
 	}
 	d, err := srv.Create(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL})
+
 	if err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
 	}
@@ -70,16 +74,36 @@ func (s *Sandboxer) DropDatabase(ctx context.Context, address, name string) erro
 	return classify(srv.Drop(ctx, name))
 }
 
-// ReapDatabases drops the databases of address's host whose lease passed
-// or whose test process on this machine is gone; reap runs it for every
-// host instance in state.
-func (s *Sandboxer) ReapDatabases(ctx context.Context, address string) ([]string, error) {
-	srv, _, err := s.databaseServer(ctx, address)
+// ReapDatabases drops the databases of every host instance in state whose
+// lease passed or whose test process on this machine is gone (`sandboxer
+// reap` runs it); it provisions nothing. The answer maps each host's
+// address to the databases dropped there.
+func (s *Sandboxer) ReapDatabases(ctx context.Context) (map[string][]string, error) {
+	snap, err := s.store.Snapshot(ctx)
 	if err != nil {
-		return nil, err
+		return nil, classify(err)
 	}
-	dropped, err := srv.Reap(ctx)
-	return dropped, classify(err)
+	out := map[string][]string{}
+	var errs []error
+	for addr, rec := range snap.Records {
+		a, err := config.ParseAddress(addr)
+		if err != nil || !a.HasKey || a.Key != DatabaseHostKey {
+			continue
+		}
+		srv, err := s.connectDatabases(ctx, rec)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dropped, err := srv.Reap(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		}
+		if len(dropped) > 0 {
+			out[addr] = dropped
+		}
+	}
+	return out, classify(errors.Join(errs...))
 }
 
 // databaseHosts are the open admin connections to host instances, by
@@ -113,25 +137,32 @@ func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databa
 	if err != nil || rec == nil {
 		return nil, nil, classify(fmt.Errorf("read the database host %s: %w", sbx.Address, err))
 	}
+	srv, err := s.connectDatabases(ctx, rec)
+	return srv, rec, err
+}
+
+// connectDatabases connects to a host instance as its admin, once per
+// instance generation.
+func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (*databases.Server, error) {
 	c, ok := rec.Credentials["postgres"]
 	if !ok || c.AdminUser == "" {
-		return nil, nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no postgres to host databases in", sbx.Address)}
+		return nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no postgres to host databases in", rec.Address)}
 	}
 	key := fmt.Sprintf("%s#%d", rec.Address, rec.Generation)
 	s.dbs.mu.Lock()
 	defer s.dbs.mu.Unlock()
 	if srv, ok := s.dbs.servers[key]; ok {
-		return srv, rec, nil
+		return srv, nil
 	}
 	admin := c
 	admin.User, admin.Password = c.AdminUser, c.AdminPassword
 	srv, err := databases.Open(ctx, admin.URL("postgres"), c.Host, c.Port)
 	if err != nil {
-		return nil, nil, classify(err)
+		return nil, classify(err)
 	}
 	if s.dbs.servers == nil {
 		s.dbs.servers = map[string]*databases.Server{}
 	}
 	s.dbs.servers[key] = srv
-	return srv, rec, nil
+	return srv, nil
 }

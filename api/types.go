@@ -12,6 +12,10 @@ const (
 	PathSnapshot  = "/v1/snapshot"
 	PathRestore   = "/v1/restore"
 	PathReset     = "/v1/reset"
+	// POST /v1/databases hands out a database per test (DatabaseBody →
+	// Sandbox); POST /v1/databases/drop drops one (DropDatabaseBody).
+	PathDatabases    = "/v1/databases"
+	PathDropDatabase = "/v1/databases/drop"
 )
 
 // MaxBody bounds a request body; the server answers 413 above it.
@@ -175,4 +179,27 @@ type ServiceFeatures struct {
 	// Error says why the image could not be inspected (missing, engine
 	// unreachable); Provided is then empty.
 	Error string `json:"error,omitempty"`
+}
+
+// DatabaseBody is POST /v1/databases's body: a fresh PostgreSQL database
+// cloned from the template SQL makes (once per content), inside the kept
+// host instance of the on-demand block Address.
+type DatabaseBody struct {
+	Address  string   `json:"address"`
+	SQL      []string `json:"sql,omitempty"`
+	CreateDB bool     `json:"createdb,omitempty"`
+	TTL      string   `json:"ttl,omitempty"`
+	Prefix   string   `json:"prefix,omitempty"`
+}
+
+// DropDatabaseBody is POST /v1/databases/drop's body; Name is the
+// database's name (its env's …_POSTGRES_DB).
+type DropDatabaseBody struct {
+	Address string `json:"address"`
+	Name    string `json:"name"`
+}
+
+// DropDatabaseResult answers POST /v1/databases/drop.
+type DropDatabaseResult struct {
+	Dropped bool `json:"dropped"`
 }

@@ -91,6 +91,21 @@ func (c *Client) Release(ctx context.Context, address, key string) (released boo
 	return out.Released, nil
 }
 
+// Database hands out a fresh database per test (POST /v1/databases).
+func (c *Client) Database(ctx context.Context, body api.DatabaseBody) (*api.Sandbox, error) {
+	var out api.Sandbox
+	if err := c.do(ctx, http.MethodPost, api.PathDatabases, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DropDatabase drops a database Database handed out.
+func (c *Client) DropDatabase(ctx context.Context, address, name string) error {
+	var out api.DropDatabaseResult
+	return c.do(ctx, http.MethodPost, api.PathDropDatabase, api.DropDatabaseBody{Address: address, Name: name}, &out)
+}
+
 // Extend sets an instance's expiry to now + ttl.
 func (c *Client) Extend(ctx context.Context, address, key, ttl string) (*api.Instance, error) {
 	var out api.Instance

@@ -16,6 +16,8 @@ import (
 type backend interface {
 	request(ctx context.Context, body api.RequestBody) (*api.Sandbox, error)
 	release(ctx context.Context, address, key string) (bool, error)
+	database(ctx context.Context, address string, o sandboxer.DatabaseOptions) (*api.Sandbox, error)
+	dropDatabase(ctx context.Context, address, name string) error
 	close()
 	name() string
 }
@@ -58,6 +60,14 @@ func (l libBackend) release(ctx context.Context, address, key string) (bool, err
 	return l.lib.Release(ctx, address, key)
 }
 
+func (l libBackend) database(ctx context.Context, address string, o sandboxer.DatabaseOptions) (*api.Sandbox, error) {
+	return l.lib.Database(ctx, address, o)
+}
+
+func (l libBackend) dropDatabase(ctx context.Context, address, name string) error {
+	return l.lib.DropDatabase(ctx, address, name)
+}
+
 func (l libBackend) close()       { _ = l.lib.Close() }
 func (l libBackend) name() string { return "configuration " + l.dir }
 
@@ -72,6 +82,21 @@ func (a apiBackend) request(ctx context.Context, b api.RequestBody) (*api.Sandbo
 
 func (a apiBackend) release(ctx context.Context, address, key string) (bool, error) {
 	return a.c.Release(ctx, address, key)
+}
+
+func (a apiBackend) database(ctx context.Context, address string, o sandboxer.DatabaseOptions) (*api.Sandbox, error) {
+	if o.Migration.Run != nil {
+		return nil, errors.New("a Go migration function runs in the library only; give SQL (sandboxertest.Migrations) when SANDBOXER_API_URL points at an API")
+	}
+	ttl := ""
+	if o.TTL > 0 {
+		ttl = o.TTL.String()
+	}
+	return a.c.Database(ctx, api.DatabaseBody{Address: address, SQL: o.SQL, CreateDB: o.CreateDB, TTL: ttl, Prefix: o.Prefix})
+}
+
+func (a apiBackend) dropDatabase(ctx context.Context, address, name string) error {
+	return a.c.DropDatabase(ctx, address, name)
 }
 
 func (a apiBackend) close()       {}

@@ -27,6 +27,8 @@ type Library interface {
 	Snapshot(ctx context.Context, address, name string) (*api.DataResult, error)
 	Restore(ctx context.Context, address, name string) (*api.DataResult, error)
 	Reset(ctx context.Context, address, name string) (*api.DataResult, error)
+	Database(ctx context.Context, address string, o sandboxer.DatabaseOptions) (*api.Sandbox, error)
+	DropDatabase(ctx context.Context, address, name string) error
 }
 
 var _ Library = (*sandboxer.Sandboxer)(nil)
@@ -69,6 +71,8 @@ func New(lib Library, token string, logger *slog.Logger, base context.Context) (
 	s.mux.Handle("POST "+api.PathSnapshot, s.authed(s.dataCall(lib.Snapshot, true)))
 	s.mux.Handle("POST "+api.PathRestore, s.authed(s.dataCall(lib.Restore, true)))
 	s.mux.Handle("POST "+api.PathReset, s.authed(s.dataCall(lib.Reset, false)))
+	s.mux.Handle("POST "+api.PathDatabases, s.authed(s.database))
+	s.mux.Handle("POST "+api.PathDropDatabase, s.authed(s.dropDatabase))
 	return s, nil
 }
 

@@ -51,6 +51,12 @@ func (f *fakeLibrary) Extend(ctx context.Context, address, key, ttl string) (*ap
 	return &in, nil
 }
 
+func (f *fakeLibrary) Database(ctx context.Context, address string, o sandboxer.DatabaseOptions) (*api.Sandbox, error) {
+	return &api.Sandbox{Address: address + `["sbx-databases"]`, Env: map[string]string{"SANDBOXER_POSTGRES_DB": "sbxt_1", "SANDBOXER_POSTGRES_PASSWORD": "pw"}}, nil
+}
+
+func (f *fakeLibrary) DropDatabase(ctx context.Context, address, name string) error { return nil }
+
 // Sandboxes has one damaged record beside the readable one.
 func (f *fakeLibrary) Sandboxes(ctx context.Context) (*api.SandboxList, error) {
 	in := records.Instance(&state.Record{Address: `sandbox.agent["a"]`, OnDemand: true,

@@ -2,9 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -62,7 +66,13 @@ func reapRun(cmd *cobra.Command, opts *ReapOptions) error {
 	for _, d := range rep.Damaged {
 		fmt.Fprintf(f.IO.Err, "Warning: %s: left alone, its state record cannot be read: %v\n", d.Address, d.Err)
 	}
-	return err
+	// The per-test databases of dead test processes and passed leases.
+	dropped, derr := s.lib.ReapDatabases(f.hard)
+	for _, host := range slices.Sorted(maps.Keys(dropped)) {
+		fmt.Fprintf(f.IO.Err, "%s: dropped %d database(s) of tests that ended without dropping them: %s\n",
+			host, len(dropped[host]), strings.Join(dropped[host], ", "))
+	}
+	return errors.Join(err, derr)
 }
 
 type reapDoc struct {

@@ -1,0 +1,118 @@
+package sandboxer_test
+
+import (
+	"context"
+	"database/sql"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // pgtestdb's "pgx" driver
+	"github.com/peterldowns/pgtestdb"
+
+	"github.com/sandboxer/sandboxer"
+	"github.com/sandboxer/sandboxer/databases"
+)
+
+// BenchmarkDatabasePerTest times a database per test beside pgtestdb
+// v0.1.1 against the same server (the block's host instance), each with a
+// one-table migration whose template is made before the clock starts:
+// create, connect and SELECT 1, drop. It reports p50 and p99 of each side
+// and their ratio. `make bench` runs it.
+func BenchmarkDatabasePerTest(b *testing.B) {
+	ctx := context.Background()
+	sb, _ := openDatabases(nil, b, "")
+	schema := databases.SQL(`CREATE TABLE users (id int PRIMARY KEY, name text)`)
+	ours := func() time.Duration {
+		start := time.Now()
+		d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: schema})
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		c, err := connectURL(ctx, d.URL("postgres"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, `SELECT 1`); err != nil {
+			b.Fatal(err)
+		}
+		c.Close(ctx)
+		if err := sb.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"]); err != nil {
+			b.Fatal(err)
+		}
+		return took
+	}
+	ours() // the host and the template
+
+	rec, err := sb.Store().Get(ctx, `sandbox.db["`+sandboxer.DatabaseHostKey+`"]`)
+	if err != nil || rec == nil {
+		b.Fatal(err)
+	}
+	c := rec.Credentials["postgres"]
+	conf := pgtestdb.Config{DriverName: "pgx", Host: c.Host, Port: strconv.Itoa(c.Port), User: c.AdminUser,
+		Password: c.AdminPassword.Reveal(), Database: "postgres", Options: "sslmode=disable"}
+	migrator := sqlMigrator{`CREATE TABLE users (id int PRIMARY KEY, name text)`}
+	theirs := func() time.Duration {
+		// pgtestdb drops at its TB's cleanup: one scope per database.
+		scope := &cleanups{TB: b}
+		start := time.Now()
+		db := pgtestdb.New(scope, conf, migrator)
+		took := time.Since(start)
+		if _, err := db.Exec(`SELECT 1`); err != nil {
+			b.Fatal(err)
+		}
+		scope.run()
+		return took
+	}
+	theirs() // its template
+
+	var a, t []time.Duration
+	for b.Loop() {
+		a = append(a, ours())
+		t = append(t, theirs())
+	}
+	p := func(d []time.Duration, q float64) float64 {
+		s := append([]time.Duration(nil), d...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(p(a, 0.5), "sandboxer-p50-ms")
+	b.ReportMetric(p(a, 0.99), "sandboxer-p99-ms")
+	b.ReportMetric(p(t, 0.5), "pgtestdb-p50-ms")
+	b.ReportMetric(p(t, 0.99), "pgtestdb-p99-ms")
+	b.ReportMetric(p(a, 0.5)/p(t, 0.5), "p50-ratio")
+}
+
+// sqlMigrator is a pgtestdb.Migrator of SQL texts.
+type sqlMigrator []string
+
+func (m sqlMigrator) Hash() (string, error) { return databases.SQL(m...).Hash, nil }
+
+func (m sqlMigrator) Migrate(ctx context.Context, db *sql.DB, _ pgtestdb.Config) error {
+	for _, q := range m {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanups is a pgtestdb.TB whose cleanups run when run is called; it
+// keeps pgtestdb's per-database log line out of the figures.
+type cleanups struct {
+	testing.TB
+	fns []func()
+}
+
+func (c *cleanups) Logf(string, ...any) {}
+
+func (c *cleanups) Cleanup(f func()) { c.fns = append(c.fns, f) }
+
+func (c *cleanups) run() {
+	for i := len(c.fns) - 1; i >= 0; i-- {
+		c.fns[i]()
+	}
+	c.fns = nil
+}
