@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/go-connections/nat"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
@@ -35,7 +36,7 @@ func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii i
 	id, remove, err := p.createInspection(ctx, inspectSpec{
 		Image: ref,
 		Cmd: []string{"redis-server",
-			"--aclfile", secretPath(aclFileName),
+			"--aclfile", secretPath(redissvc.ACLFileName),
 			"--save", "", "--appendonly", "no",
 			"--enable-module-command", "yes",
 			"--enable-debug-command", "no",
@@ -51,7 +52,7 @@ func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii i
 	if err != nil {
 		return imageFacts{}, err
 	}
-	if err := p.copyFiles(ctx, id, owner, containerFile{Path: secretPath(aclFileName), Content: aclFile(c), Mode: 0o600}); err != nil {
+	if err := p.copyFiles(ctx, id, owner, containerFile{Path: secretPath(redissvc.ACLFileName), Content: redissvc.ACLFile(c), Mode: 0o600}); err != nil {
 		return imageFacts{}, fmt.Errorf("copy ACL file: %w", err)
 	}
 	if err := p.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
@@ -65,22 +66,22 @@ func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii i
 		return imageFacts{}, err
 	}
 	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
-		return redisPing(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
+		return redissvc.Ping(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
 	})
 	if err != nil {
 		return imageFacts{}, fmt.Errorf("redis-server of image %s did not start: %w", ref, err)
 	}
-	admin := redisClient(c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
+	admin := redissvc.Client(c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
 	defer admin.Close()
 	ic := plan.ImageCapabilities{Features: map[string]string{},
 		Hint: `set provider "docker" { image "redis" { modules = { FEATURE = "/path/to/module.so" } } } to a module the image has, or use an image that bundles it (redis:8)`}
-	loaded, err := redisModuleVersions(ctx, admin)
+	loaded, err := redissvc.ModuleVersions(ctx, admin)
 	if err != nil {
 		return imageFacts{}, fmt.Errorf("list loaded modules: %w", err)
 	}
 	facts := imageFacts{Owner: owner}
 	for _, f := range p.cat.Allowed("redis") {
-		if _, ok := moduleVersion(loaded, f); ok {
+		if _, ok := redissvc.ModuleVersion(loaded, f); ok {
 			facts.SelfLoaded = append(facts.SelfLoaded, f)
 			continue
 		}
@@ -95,11 +96,11 @@ func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii i
 			ic.Unusable[f] = p.moduleLoadError(ctx, id, path, err)
 		}
 	}
-	if loaded, err = redisModuleVersions(ctx, admin); err != nil {
+	if loaded, err = redissvc.ModuleVersions(ctx, admin); err != nil {
 		return imageFacts{}, fmt.Errorf("list loaded modules: %w", err)
 	}
 	for _, f := range p.cat.Allowed("redis") {
-		if v, ok := moduleVersion(loaded, f); ok {
+		if v, ok := redissvc.ModuleVersion(loaded, f); ok {
 			ic.Features[f] = v
 			delete(ic.Unusable, f)
 		}
@@ -122,60 +123,6 @@ func publishedPort(ci container.InspectResponse, port nat.Port) (int, error) {
 		return 0, fmt.Errorf("%w during start with code %d", errExited, ci.State.ExitCode)
 	}
 	return 0, fmt.Errorf("no host port published for %s", port)
-}
-
-// redisModuleVersions lists loaded modules, name → version, from INFO
-// modules.
-func redisModuleVersions(ctx context.Context, admin *redis.Client) (map[string]string, error) {
-	info, err := admin.Info(ctx, "modules").Result()
-	if err != nil {
-		return nil, err
-	}
-	return parseInfoModuleVersions(info), nil
-}
-
-// parseInfoModuleVersions reads lines like
-// "module:name=search,ver=20606,api=1,…" into name → "2.6.6". Modules
-// encode their version as major*10000 + minor*100 + patch.
-func parseInfoModuleVersions(info string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module:")
-		if !ok {
-			continue
-		}
-		var name, ver string
-		for _, kv := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(kv, "name="); ok {
-				name = v
-			}
-			if v, ok := strings.CutPrefix(kv, "ver="); ok {
-				ver = moduleVersionString(v)
-			}
-		}
-		if name != "" {
-			out[name] = ver
-		}
-	}
-	return out
-}
-
-func moduleVersionString(v string) string {
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return v
-	}
-	return fmt.Sprintf("%d.%d.%d", n/10000, n/100%100, n%100)
-}
-
-// moduleVersion returns the version of feature's module among loaded.
-func moduleVersion(loaded map[string]string, feature string) (string, bool) {
-	for _, n := range redisModuleNames(feature) {
-		if v, ok := loaded[n]; ok {
-			return v, true
-		}
-	}
-	return "", false
 }
 
 // verifiedModules returns the allowed redis features this provider has

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
@@ -160,7 +162,7 @@ func TestCreateTimescaleDB(t *testing.T) {
 		t.Errorf("no timescaledb version recorded: %v", made.ExtensionVersions)
 	}
 	c := made.Credentials["postgres"]
-	conn, err := pgConnect(ctx, c.Host, c.Port, c.User, c.Password, c.Database, nil)
+	conn, err := pgsvc.Connect(ctx, c.Host, c.Port, c.User, c.Password, c.Database, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

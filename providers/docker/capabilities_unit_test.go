@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"testing"
 
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -50,10 +52,10 @@ func TestReadControlFiles(t *testing.T) {
 }
 
 func TestPreloadArgs(t *testing.T) {
-	if got := preloadArgs([]string{"vector"}); got != nil {
+	if got := pgsvc.PreloadArgs([]string{"vector"}); got != nil {
 		t.Errorf("vector: %v", got)
 	}
-	got := preloadArgs([]string{"pg_trgm", "timescaledb"})
+	got := pgsvc.PreloadArgs([]string{"pg_trgm", "timescaledb"})
 	if diff := cmp.Diff([]string{"-c", "shared_preload_libraries=timescaledb", "-c", "timescaledb.telemetry_level=off"}, got); diff != "" {
 		t.Errorf("timescaledb (-want +got):\n%s", diff)
 	}

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -98,7 +102,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 	})
 
 	t.Run("postgres app role", func(t *testing.T) {
-		conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
+		conn, err := pgsvc.Connect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
 		if err != nil {
 			t.Fatalf("connect as app: %v", err)
 		}
@@ -146,10 +150,10 @@ func TestCreatePostgresRedis(t *testing.T) {
 
 	t.Run("postgres admin is not handed out", func(t *testing.T) {
 		// The admin exists and works, but only sandboxer has it.
-		if err := pgPing(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil); err != nil {
+		if err := pgsvc.Ping(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil); err != nil {
 			t.Errorf("admin login: %v", err)
 		}
-		if err := pgPing(ctx, pg.Host, pg.Port, pg.AdminUser, pg.Password, "postgres", nil); err == nil {
+		if err := pgsvc.Ping(ctx, pg.Host, pg.Port, pg.AdminUser, pg.Password, "postgres", nil); err == nil {
 			t.Error("admin accepts the app password")
 		}
 	})
@@ -167,7 +171,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 	})
 
 	t.Run("redis app user", func(t *testing.T) {
-		rdb := redisClient(rd.Host, rd.Port, rd.User, rd.Password, nil)
+		rdb := redissvc.Client(rd.Host, rd.Port, rd.User, rd.Password, nil)
 		defer rdb.Close()
 		if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
 			t.Fatalf("SET: %v", err)
@@ -207,7 +211,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 			}
 		}
 		// The denial comes from the ACL, not only from the disabled commands.
-		admin := redisClient(rd.Host, rd.Port, rd.AdminUser, rd.AdminPassword, nil)
+		admin := redissvc.Client(rd.Host, rd.Port, rd.AdminUser, rd.AdminPassword, nil)
 		defer admin.Close()
 		for _, cmd := range [][]any{{"MODULE", "LOAD", "x"}, {"CONFIG", "SET", "maxmemory", "1"}, {"DEBUG", "SLEEP", "0"}} {
 			reply, err := admin.Do(ctx, append([]any{"ACL", "DRYRUN", rd.User}, cmd...)...).Text()
@@ -217,7 +221,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 		}
 		// Module debug/config commands have no ACL category on Redis 7.0;
 		// Create denies them by name.
-		exists, err := commandFlags(ctx, admin, []string{"FT.DEBUG", "FT.CONFIG"})
+		exists, err := redissvc.CommandFlags(ctx, admin, []string{"FT.DEBUG", "FT.CONFIG"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +238,7 @@ func TestCreatePostgresRedis(t *testing.T) {
 			t.Log("search module has neither FT.DEBUG nor FT.CONFIG")
 		}
 		// The default user is off: no unauthenticated access.
-		anon := redisClient(rd.Host, rd.Port, "", "", nil)
+		anon := redissvc.Client(rd.Host, rd.Port, "", "", nil)
 		defer anon.Close()
 		if err := anon.Ping(ctx).Err(); err == nil {
 			t.Error("PING without AUTH succeeded")

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
@@ -127,7 +129,7 @@ func TestFrameworkDatabases(t *testing.T) {
 // test.
 func connectAs(t *testing.T, pg state.Credentials, db string) *pgx.Conn {
 	t.Helper()
-	conn, err := pgConnect(context.Background(), pg.Host, pg.Port, pg.User, pg.Password, db, nil)
+	conn, err := pgsvc.Connect(context.Background(), pg.Host, pg.Port, pg.User, pg.Password, db, nil)
 	if err != nil {
 		t.Fatalf("connect as %s to %s: %v", pg.User, db, err)
 	}

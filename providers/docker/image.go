@@ -73,6 +73,12 @@ func imageEnv(ii image.InspectResponse, key string) string {
 	return ""
 }
 
+// imageEnvOf looks variables up in the image's environment, for the
+// service packages, which know nothing of Docker's types.
+func imageEnvOf(ii image.InspectResponse) func(string) string {
+	return func(name string) string { return imageEnv(ii, name) }
+}
+
 // tmpfsMounts puts a tmpfs on every path the image declares as a VOLUME,
 // plus extra: a mount at a VOLUME path stops the engine from creating an
 // anonymous volume there, which would outlive a `docker rm` without -v and

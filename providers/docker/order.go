@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/sandboxer/sandboxer/services"
 )
 
 // startRank orders the provisioning of one instance's services. PostgreSQL,
@@ -17,11 +19,8 @@ import (
 // locks, the file system mounts for a copy): here the serial order makes a
 // cold postgres+redis Create about 90 ms faster.
 func startRank(service string) int {
-	switch service {
-	case "postgres":
-		return 0
-	case "redis":
-		return 1
+	if s, ok := services.Lookup(service); ok {
+		return s.StartRank()
 	}
 	return 2
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sandboxer/sandboxer/snapshot"
@@ -175,7 +177,7 @@ func (p *Provider) pgCreateExtensions(ctx context.Context, c state.Credentials, 
 		return fmt.Errorf("connect as admin: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, extensionsBlock(feats, p.cat.Allowed("postgres"))); err != nil {
+	if _, err := conn.Exec(ctx, pgsvc.ExtensionsBlock(feats, p.cat.Allowed("postgres"))); err != nil {
 		return fmt.Errorf("create extensions %s: %w", strings.Join(feats, ", "), err)
 	}
 	return nil

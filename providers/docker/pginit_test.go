@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/google/go-cmp/cmp"
@@ -25,7 +27,7 @@ import (
 func TestInitScript(t *testing.T) {
 	c := state.Credentials{User: "app", Password: "app-pw", AdminUser: "sbx_admin", AdminPassword: "admin-pw", Database: "app"}
 	const verifier = "SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy"
-	got := string(initScript(c, verifier, []string{"vector", "uuid-ossp"}, []string{"uuid-ossp", "vector", "it's"}))
+	got := string(pgsvc.InitScript(c, verifier, []string{"vector", "uuid-ossp"}, []string{"uuid-ossp", "vector", "it's"}))
 	for _, want := range []string{
 		`CREATE ROLE "app" LOGIN PASSWORD '` + verifier + `' NOSUPERUSER NOCREATEROLE CREATEDB NOREPLICATION NOBYPASSRLS;`,
 		`CREATE DATABASE "app" OWNER "app" TEMPLATE template1 STRATEGY = FILE_COPY;`,
@@ -51,7 +53,7 @@ func TestInitScript(t *testing.T) {
 		t.Errorf("statements out of order:\n%s", got)
 	}
 
-	none := string(initScript(c, verifier, nil, []string{"vector"}))
+	none := string(pgsvc.InitScript(c, verifier, nil, []string{"vector"}))
 	if strings.Contains(none, "\\connect") || strings.Contains(none, "EXTENSION") {
 		t.Errorf("init script without extensions still switches database or creates one:\n%s", none)
 	}
@@ -89,7 +91,7 @@ func TestCreateExtensionWithDependency(t *testing.T) {
 	}
 	pg.Port, _ = strconv.Atoi(ci.NetworkSettings.Ports[postgresPort][0].HostPort)
 	err = p.waitReady(context.Background(), id, time.Minute, func(ctx context.Context) error {
-		return pgPing(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
+		return pgsvc.Ping(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
 	})
 	if err != nil {
 		t.Fatalf("app role after a restart: %v", err)
@@ -109,7 +111,7 @@ func TestCreateExtensionWithDependency(t *testing.T) {
 func checkExtensionsCreatedByAdmin(t *testing.T, pg state.Credentials, exts []string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
+	conn, err := pgsvc.Connect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
 	if err != nil {
 		t.Fatalf("connect as app: %v", err)
 	}
@@ -126,7 +128,7 @@ func checkExtensionsCreatedByAdmin(t *testing.T, pg state.Credentials, exts []st
 		}
 	}
 
-	admin, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil)
+	admin, err := pgsvc.Connect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil)
 	if err != nil {
 		t.Fatalf("connect as admin: %v", err)
 	}
@@ -146,7 +148,7 @@ func checkExtensionsCreatedByAdmin(t *testing.T, pg state.Credentials, exts []st
 // must hold the app role's SCRAM verifier and no password of the instance.
 func checkInitScriptFile(t *testing.T, p *Provider, id string, creds map[string]state.Credentials) {
 	t.Helper()
-	rc, _, err := p.cli.CopyFromContainer(context.Background(), id, path.Join(initDir, initScriptName))
+	rc, _, err := p.cli.CopyFromContainer(context.Background(), id, path.Join(pgsvc.InitDir, pgsvc.InitScriptName))
 	if err != nil {
 		t.Fatalf("read init script: %v", err)
 	}
@@ -178,7 +180,7 @@ func checkInitScriptFile(t *testing.T, p *Provider, id string, creds map[string]
 func checkExtensionGuard(t *testing.T, pg state.Credentials) {
 	t.Helper()
 	ctx := context.Background()
-	admin, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil)
+	admin, err := pgsvc.Connect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "postgres", nil)
 	if err != nil {
 		t.Fatalf("connect as admin: %v", err)
 	}
@@ -186,7 +188,7 @@ func checkExtensionGuard(t *testing.T, pg state.Credentials) {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE guard"); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgConnect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "guard", nil)
+	conn, err := pgsvc.Connect(ctx, pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword, "guard", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,14 +202,14 @@ func checkExtensionGuard(t *testing.T, pg state.Credentials) {
 	}
 
 	// earthdistance requires cube, which this allowlist lacks.
-	if _, err := conn.Exec(ctx, extensionsBlock([]string{"earthdistance"}, []string{"earthdistance"})); err != nil {
+	if _, err := conn.Exec(ctx, pgsvc.ExtensionsBlock([]string{"earthdistance"}, []string{"earthdistance"})); err != nil {
 		t.Fatalf("extension block with a disallowed dependency: %v", err)
 	}
 	if got := installed(); slices.Contains(got, "earthdistance") || slices.Contains(got, "cube") {
 		t.Errorf("installed %v although cube is not allowed", got)
 	}
 
-	if _, err := conn.Exec(ctx, extensionsBlock([]string{"no_such_extension", "earthdistance"}, []string{"cube", "earthdistance", "no_such_extension"})); err != nil {
+	if _, err := conn.Exec(ctx, pgsvc.ExtensionsBlock([]string{"no_such_extension", "earthdistance"}, []string{"cube", "earthdistance", "no_such_extension"})); err != nil {
 		t.Fatalf("extension block with a missing extension: %v", err)
 	}
 	got := installed()
@@ -238,7 +240,7 @@ func TestImageEnvTweaks(t *testing.T) {
 		{"no config", image.InspectResponse{}, []string{"TZ=Etc/UTC"}},
 	}
 	for _, tt := range tests {
-		got := append(utcUnlessSet(tt.ii), serverBinFirst(tt.ii)...)
+		got := append(pgsvc.UTCUnlessSet(imageEnvOf(tt.ii)), pgsvc.ServerBinFirst(imageEnvOf(tt.ii))...)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
@@ -252,7 +254,7 @@ func TestImageEnvTweaks(t *testing.T) {
 // template0 and gets every extension itself.
 func TestInitScriptTimescaleDBOutsideTemplate(t *testing.T) {
 	c := state.Credentials{User: "app", Password: "p", AdminUser: "sbx_admin", AdminPassword: "a", Database: "shop"}
-	got := string(initScript(c, "v", []string{"timescaledb", "vector"}, []string{"timescaledb", "vector"}))
+	got := string(pgsvc.InitScript(c, "v", []string{"timescaledb", "vector"}, []string{"timescaledb", "vector"}))
 	tmpl, create, app := strings.Index(got, "\\connect template1"), strings.Index(got, "CREATE DATABASE"), strings.Index(got, "\\connect \"shop\"")
 	if tmpl < 0 || create < 0 || app < 0 || !(tmpl < create && create < app) {
 		t.Fatalf("want template1, then CREATE DATABASE, then \\connect \"shop\":\n%s", got)
@@ -266,7 +268,7 @@ func TestInitScriptTimescaleDBOutsideTemplate(t *testing.T) {
 	if !strings.Contains(got, "TEMPLATE template0 STRATEGY") {
 		t.Errorf("with timescaledb the app database must be copied from template0:\n%s", got)
 	}
-	plain := string(initScript(c, "v", []string{"vector"}, []string{"timescaledb", "vector"}))
+	plain := string(pgsvc.InitScript(c, "v", []string{"vector"}, []string{"timescaledb", "vector"}))
 	if !strings.Contains(plain, "TEMPLATE template1 STRATEGY") {
 		t.Errorf("without timescaledb the app database is copied from template1:\n%s", plain)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sandboxer/sandboxer/services"
+
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/sandboxer/sandboxer/apply"
@@ -81,12 +83,9 @@ func (p *Provider) protocolProbe(ctx context.Context, c state.Credentials, svc s
 	if err != nil {
 		return err
 	}
-	switch svc {
-	case "postgres":
-		return pgPing(pctx, c.Host, c.Port, c.User, c.Password, c.Database, tlsConf)
-	case "redis":
-		return redisPing(pctx, c.Host, c.Port, c.User, c.Password, tlsConf)
-	default:
+	s, ok := services.Lookup(svc)
+	if !ok {
 		return fmt.Errorf("service %s is not supported by the docker provider", svc)
 	}
+	return s.Ping(pctx, c, tlsConf)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxer/sandboxer/services"
+
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
 
@@ -102,11 +104,8 @@ func caFileName(lineage, address string, generation int) string {
 
 // containerPort is the port a service listens on inside its container.
 func containerPort(svc string) int {
-	switch svc {
-	case "postgres":
-		return postgresPort.Int()
-	case "redis":
-		return redisPort.Int()
+	if s, ok := services.Lookup(svc); ok {
+		return s.Port()
 	}
 	return 0
 }

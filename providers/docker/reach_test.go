@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -248,7 +252,7 @@ func TestPublishWithTLS(t *testing.T) {
 		}
 	})
 	t.Run("postgres refuses plain TCP", func(t *testing.T) {
-		if err := pgPing(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil); err == nil {
+		if err := pgsvc.Ping(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil); err == nil {
 			t.Error("a plain connection logged in")
 		}
 	})
@@ -278,10 +282,10 @@ func TestPublishWithTLS(t *testing.T) {
 	})
 	t.Run("a client that does not trust the CA is refused", func(t *testing.T) {
 		bad := &tls.Config{ServerName: ip, RootCAs: x509.NewCertPool()}
-		if err := redisPing(ctx, rd.Host, rd.Port, rd.User, rd.Password, bad); err == nil {
+		if err := redissvc.Ping(ctx, rd.Host, rd.Port, rd.User, rd.Password, bad); err == nil {
 			t.Error("TLS handshake succeeded without the CA")
 		}
-		if err := redisPing(ctx, rd.Host, rd.Port, rd.User, rd.Password, nil); err == nil {
+		if err := redissvc.Ping(ctx, rd.Host, rd.Port, rd.User, rd.Password, nil); err == nil {
 			t.Error("plain redis answered on the TLS port")
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandboxer/sandboxer/services"
+
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
 )
@@ -28,11 +30,8 @@ type fileOwner struct {
 // serviceAccount is the account the official image of a service switches
 // to when it starts as root.
 func serviceAccount(service string) string {
-	switch service {
-	case "postgres":
-		return "postgres"
-	case "redis":
-		return "redis"
+	if s, ok := services.Lookup(service); ok {
+		return s.Account()
 	}
 	return service
 }

@@ -3,6 +3,8 @@ package docker
 import (
 	"testing"
 
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+
 	"github.com/docker/docker/api/types/image"
 	"github.com/google/go-cmp/cmp"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
@@ -61,7 +63,7 @@ func TestLoadModuleArgs(t *testing.T) {
 		{name: "not requested", feats: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, loadModuleArgs(tc.feats, modules, tc.selfLoaded)); diff != "" {
+			if diff := cmp.Diff(tc.want, redissvc.LoadModuleArgs(tc.feats, modules, tc.selfLoaded)); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
 			}
 		})

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"slices"
 	"sort"
 )
 
@@ -12,17 +11,5 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	return out
-}
-
-// intersect returns the sorted elements of a that are in b.
-func intersect(a, b []string) []string {
-	out := []string{}
-	for _, x := range a {
-		if slices.Contains(b, x) && !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	slices.Sort(out)
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 )
@@ -54,7 +56,7 @@ func TestCreateStorage(t *testing.T) {
 				}
 			}
 			pg := created.Credentials["postgres"]
-			if err := pgPing(context.Background(), pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil); err != nil {
+			if err := pgsvc.Ping(context.Background(), pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil); err != nil {
 				t.Errorf("app role: %v", err)
 			}
 			if err := p.Delete(context.Background(), recordFor(req, created)); err != nil {

@@ -18,6 +18,10 @@ import (
 	"slices"
 	"time"
 
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
@@ -229,10 +233,10 @@ func pgConnectAs(ctx context.Context, c state.Credentials, user string, password
 	if err != nil {
 		return nil, err
 	}
-	return pgConnect(ctx, c.Host, c.Port, user, password, db, tlsConf)
+	return pgsvc.Connect(ctx, c.Host, c.Port, user, password, db, tlsConf)
 }
 
-// redisClientAs is redisClient for c's endpoint as user, over TLS when c
+// redisClientAs is redissvc.Client for c's endpoint as user, over TLS when c
 // carries a CA. A CA that does not parse fails closed: a TLS config that
 // trusts nothing, so every handshake is refused.
 func redisClientAs(c state.Credentials, user string, password state.Secret) *redis.Client {
@@ -240,5 +244,5 @@ func redisClientAs(c state.Credentials, user string, password state.Secret) *red
 	if err != nil {
 		tlsConf = &tls.Config{RootCAs: x509.NewCertPool(), ServerName: c.Host, MinVersion: tls.VersionTLS12}
 	}
-	return redisClient(c.Host, c.Port, user, password, tlsConf)
+	return redissvc.Client(c.Host, c.Port, user, password, tlsConf)
 }

@@ -1,6 +1,8 @@
 package docker
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -10,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sandboxer/sandboxer/apply"
-	"github.com/sandboxer/sandboxer/state"
 )
 
 var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
@@ -148,63 +149,6 @@ func TestSCRAMVerifierShape(t *testing.T) {
 	}
 }
 
-func TestACLFile(t *testing.T) {
-	c := state.Credentials{User: "app", Password: "app-pw", AdminUser: "sbx_admin", AdminPassword: "admin-pw"}
-	got := string(aclFile(c))
-	want := "user default off resetpass resetkeys resetchannels -@all\n" +
-		"user sbx_admin on #" + sha256Hex("admin-pw") + " ~* &* +@all\n" +
-		"user app on #" + sha256Hex("app-pw") + " " + appACL + "\n"
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ACL file (-want +got):\n%s", diff)
-	}
-	if strings.Contains(got, "app-pw") || strings.Contains(got, "admin-pw") {
-		t.Error("ACL file holds a clear-text password")
-	}
-}
-
-func TestParseInfoModules(t *testing.T) {
-	info := "# Modules\r\nmodule:name=search,ver=20606,api=1,filters=0,usedby=[],using=[],options=[]\r\n" +
-		"module:name=ReJSON,ver=20407,api=1,filters=0,usedby=[search],using=[],options=[handle-io-errors]\r\n"
-	want := map[string]string{"search": "2.6.6", "ReJSON": "2.4.7"}
-	if diff := cmp.Diff(want, parseInfoModuleVersions(info)); diff != "" {
-		t.Errorf("modules (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(map[string]string{"ft": "1.2.0"}, parseInfoModuleVersions("module:name=ft,ver=10200,api=1")); diff != "" {
-		t.Errorf("RediSearch 1.2 (-want +got):\n%s", diff)
-	}
-	if got := parseInfoModuleVersions("# Modules\r\n"); len(got) != 0 {
-		t.Errorf("no modules: got %v", got)
-	}
-}
-
-func TestDisallowedDependency(t *testing.T) {
-	requires := map[string][]string{
-		"earthdistance":  {"cube"},
-		"cube":           {},
-		"postgis_raster": {"postgis"},
-		"evil":           {"cube", "plpython3u"},
-		"uses_plpgsql":   {"plpgsql"},
-	}
-	allowed := []string{"cube", "earthdistance", "postgis", "uses_plpgsql"}
-	installed := []string{"plpgsql"}
-	tests := []struct {
-		ext     string
-		wantDep string
-	}{
-		{"earthdistance", ""},
-		{"postgis_raster", ""},
-		{"evil", "plpython3u"},
-		{"uses_plpgsql", ""},
-		{"vector", ""},
-	}
-	for _, tt := range tests {
-		dep, bad := disallowedDependency(tt.ext, requires, allowed, installed)
-		if dep != tt.wantDep || bad != (tt.wantDep != "") {
-			t.Errorf("disallowedDependency(%q) = %q, %v; want %q", tt.ext, dep, bad, tt.wantDep)
-		}
-	}
-}
-
 // A dump with hypertable chunks is recognised from its table of contents
 // (a real `pg_restore -l` of a timescaledb sandbox, abridged), so restore
 // refuses it with a reason instead of pg_restore's permission error.
@@ -230,4 +174,9 @@ func TestHoldsHypertableChunks(t *testing.T) {
 	if holdsHypertableChunks(plain) {
 		t.Error("chunks found in a dump without any")
 	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+
 	"github.com/docker/docker/client"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -93,7 +95,7 @@ func TestVariantPostgresUID70TLS(t *testing.T) {
 	rec := recordFor(req, created)
 	id := created.Resources.Containers["postgres"]
 	got := execOutput(t, p, id, "stat", "-c", "%n %u:%g",
-		secretPath(tlsKeyName), secretPath(pgPasswordFile), initDir+"/"+initScriptName)
+		secretPath(tlsKeyName), secretPath(pgPasswordFile), pgsvc.InitDir+"/"+pgsvc.InitScriptName)
 	for _, line := range strings.Split(got, "\n") {
 		if !strings.HasSuffix(line, " 70:70") {
 			t.Errorf("copied file not owned by the image's postgres user (70:70): %s", line)
@@ -167,7 +169,7 @@ func TestVariantPostgres18Layout(t *testing.T) {
 				t.Errorf("PGDATA/PG_VERSION and its mount point: %q, want a version on /var/lib/postgresql", got)
 			}
 			pg := created.Credentials["postgres"]
-			if err := pgPing(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil); err != nil {
+			if err := pgsvc.Ping(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil); err != nil {
 				t.Errorf("app role: %v", err)
 			}
 			if err := p.Delete(ctx, rec); err != nil {

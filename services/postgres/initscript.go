@@ -1,4 +1,4 @@
-package docker
+package postgres
 
 import (
 	"bytes"
@@ -6,9 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/docker/docker/api/types/image"
 	"github.com/jackc/pgx/v5"
-
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -27,18 +25,18 @@ import (
 // failing statement stops the entrypoint: the container exits and Create
 // reports its log.
 const (
-	initDir = "/docker-entrypoint-initdb.d"
-	// initScriptName sorts after the numbered scripts images ship
+	InitDir = "/docker-entrypoint-initdb.d"
+	// InitScriptName sorts after the numbered scripts images ship
 	// (postgis/postgis has 10_postgis.sh), so theirs run first.
-	initScriptName = "sandboxer.sql"
+	InitScriptName = "sandboxer.sql"
 )
 
-// initScript is the SQL the entrypoint runs: the app role, from a SCRAM
+// InitScript is the SQL the entrypoint runs: the app role, from a SCRAM
 // verifier computed here (the clear-text password never enters the
 // container), the requested extensions in template1, and the app database
 // cloned from template1 (from template0 with timescaledb, see below). feats must already be on the allowlist (validate);
 // allowed is the whole allowlist, for the dependency check in
-// extensionsBlock.
+// ExtensionsBlock.
 //
 // Test frameworks create databases of their own (Django's test_NAME,
 // Rails' db:create, Prisma's shadow database), so the role may CREATEDB —
@@ -48,20 +46,20 @@ const (
 // the role could not create an untrusted one (vector, postgis) itself.
 // The role cannot change template1 (it is not its owner), so one
 // framework's test database cannot taint another's.
-func initScript(c state.Credentials, verifier string, feats, allowed []string) []byte {
+func InitScript(c state.Credentials, verifier string, feats, allowed []string) []byte {
 	role := pgx.Identifier{c.User}.Sanitize()
 	db := pgx.Identifier{c.Database}.Sanitize()
 	var b bytes.Buffer
 	b.WriteString("-- Written by sandboxer; run once by the image's entrypoint as the admin.\n")
 	b.WriteString("\\set ON_ERROR_STOP on\n")
 	fmt.Fprintf(&b, "CREATE ROLE %s LOGIN PASSWORD %s NOSUPERUSER NOCREATEROLE CREATEDB NOREPLICATION NOBYPASSRLS;\n",
-		role, quoteLiteral(verifier))
+		role, QuoteLiteral(verifier))
 	inTemplate, appOnly := splitTemplateFeatures(feats)
 	if len(inTemplate) > 0 {
 		// Same session user (the admin), in the template the app database
 		// and every database the role creates are copied from.
 		b.WriteString("\\connect template1\n")
-		b.WriteString(extensionsBlock(inTemplate, allowed))
+		b.WriteString(ExtensionsBlock(inTemplate, allowed))
 		// CREATE DATABASE refuses a template with other sessions in it;
 		// leave it first.
 		b.WriteString("\\connect postgres\n")
@@ -85,7 +83,7 @@ func initScript(c state.Credentials, verifier string, feats, allowed []string) [
 	fmt.Fprintf(&b, "CREATE DATABASE %s OWNER %s TEMPLATE %s STRATEGY = FILE_COPY;\n", db, role, template)
 	if len(appOnly) > 0 {
 		fmt.Fprintf(&b, "\\connect %s\n", db)
-		b.WriteString(extensionsBlock(appOnly, allowed))
+		b.WriteString(ExtensionsBlock(appOnly, allowed))
 	}
 	return b.Bytes()
 }
@@ -107,16 +105,16 @@ func splitTemplateFeatures(feats []string) (inTemplate, appOnly []string) {
 	return inTemplate, appOnly
 }
 
-// extensionsBlock creates each requested extension as the admin, in the
+// ExtensionsBlock creates each requested extension as the admin, in the
 // current database. The fast path is a plain CREATE EXTENSION, which installs
 // that one (allowed) extension or fails. When it fails, the decision is taken
 // from the catalog, not from the error: an extension the image lacks is
 // skipped, and so is one whose not yet installed dependencies include one off
 // the allowlist (CASCADE would install it); otherwise CREATE EXTENSION …
 // CASCADE runs, and if it fails too its error stops the init. A skipped
-// extension is reported after start by verifyPostgres, with the image's
+// extension is reported after start by Verify, with the image's
 // name, which the init phase cannot produce.
-func extensionsBlock(feats, allowed []string) string {
+func ExtensionsBlock(feats, allowed []string) string {
 	return `DO $sandboxer$
 DECLARE
 	allowed text[] := ` + textArray(allowed) + `;
@@ -152,33 +150,33 @@ $sandboxer$;
 func textArray(items []string) string {
 	q := make([]string, len(items))
 	for i, s := range items {
-		q[i] = quoteLiteral(s)
+		q[i] = QuoteLiteral(s)
 	}
 	return "ARRAY[" + strings.Join(q, ", ") + "]::text[]"
 }
 
-// utcUnlessSet sets TZ=Etc/UTC unless the image sets TZ itself. Without TZ,
+// UTCUnlessSet sets TZ=Etc/UTC unless the image sets TZ itself. Without TZ,
 // initdb finds the default time zone by comparing the system's clock
 // settings with every zone in the time-zone database, which takes 0.2–0.3 s
 // of a cold start here; with TZ it just checks that zone. A container
 // without a configured zone is in UTC anyway, so the server's setting
 // (timezone = 'Etc/UTC') is the one initdb would have found.
-func utcUnlessSet(ii image.InspectResponse) []string {
-	if imageEnv(ii, "TZ") != "" {
+func UTCUnlessSet(imageEnv func(name string) string) []string {
+	if imageEnv("TZ") != "" {
 		return nil
 	}
 	return []string{"TZ=Etc/UTC"}
 }
 
-// serverBinFirst returns a PATH setting that puts the server's own bin
+// ServerBinFirst returns a PATH setting that puts the server's own bin
 // directory (/usr/lib/postgresql/<major>/bin) first, or nothing when the
 // image's PATH has none or has it first already. Debian-based images (the
 // official one among them) append it, so `psql` resolves to
 // postgresql-common's Perl wrapper, which costs about 50 ms per call; the
 // entrypoint calls psql twice during the first start (its database check
 // and our init script), both on the way to ready.
-func serverBinFirst(ii image.InspectResponse) []string {
-	dirs := strings.Split(imageEnv(ii, "PATH"), ":")
+func ServerBinFirst(imageEnv func(name string) string) []string {
+	dirs := strings.Split(imageEnv("PATH"), ":")
 	i := slices.IndexFunc(dirs, func(d string) bool {
 		return strings.HasPrefix(d, "/usr/lib/postgresql/") && strings.HasSuffix(d, "/bin")
 	})

@@ -1,4 +1,4 @@
-package docker
+package redis
 
 import (
 	"bytes"
@@ -10,31 +10,30 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// aclFileName is the ACL file inside secretDir.
-const aclFileName = "users.acl"
+// ACLFileName is the ACL file inside secretDir.
+const ACLFileName = "users.acl"
 
-// appACL is what the handed-out user may do: everything except the @admin
+// AppACL is what the handed-out user may do: everything except the @admin
 // and @dangerous categories (MODULE, CONFIG, DEBUG, ACL, SHUTDOWN, MONITOR,
 // REPLICAOF, CLIENT KILL, …), with the few @dangerous commands that test
 // suites and client libraries use on their own data added back. Module
 // commands inherit categories from their flags (FT.CREATE is @write,
 // FT.SEARCH @read), so they stay allowed; FT.CONFIG is @admin and does not.
-const appACL = "~* &* +@all -@admin -@dangerous +flushdb +flushall +keys +info +sort"
+const AppACL = "~* &* +@all -@admin -@dangerous +flushdb +flushall +keys +info +sort"
 
-// aclFile renders the users: the default user is switched off with no
+// ACLFile renders the users: the default user is switched off with no
 // password (so no unauthenticated access, and protected mode has nothing to
-// guard), sandboxer's admin may do anything, the app user gets appACL.
+// guard), sandboxer's admin may do anything, the app user gets AppACL.
 // Passwords are stored as SHA-256 hashes (#…), so the file in the
 // container holds no clear text.
-func aclFile(c state.Credentials) []byte {
+func ACLFile(c state.Credentials) []byte {
 	var b bytes.Buffer
 	fmt.Fprintln(&b, "user default off resetpass resetkeys resetchannels -@all")
 	fmt.Fprintf(&b, "user %s on #%s ~* &* +@all\n", c.AdminUser, sha256Hex(c.AdminPassword.Reveal()))
-	fmt.Fprintf(&b, "user %s on #%s %s\n", c.User, sha256Hex(c.Password.Reveal()), appACL)
+	fmt.Fprintf(&b, "user %s on #%s %s\n", c.User, sha256Hex(c.Password.Reveal()), AppACL)
 	return b.Bytes()
 }
 
@@ -43,14 +42,14 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// restrictModuleCommands denies user the administrative and debug
+// RestrictModuleCommands denies user the administrative and debug
 // commands of the loaded modules. On Redis 7.0 module commands belong to no
 // ACL category, so "-@admin -@dangerous" does not reach them, and the ACL
 // file cannot name them (an unknown command there aborts start-up when the
 // module is not loaded). Denied: commands flagged admin, *.CONFIG and
 // *.DEBUG (FT.CONFIG, FT.DEBUG, JSON.DEBUG), and internal "_"-prefixed
 // ones. It returns what it denied, sorted.
-func restrictModuleCommands(ctx context.Context, rdb *redis.Client, user string, modules []string) ([]string, error) {
+func RestrictModuleCommands(ctx context.Context, rdb *redis.Client, user string, modules []string) ([]string, error) {
 	if len(modules) == 0 {
 		return nil, nil
 	}
@@ -60,7 +59,7 @@ func restrictModuleCommands(ctx context.Context, rdb *redis.Client, user string,
 		if err != nil {
 			return nil, fmt.Errorf("list commands of module %s: %w", m, err)
 		}
-		flags, err := commandFlags(ctx, rdb, names)
+		flags, err := CommandFlags(ctx, rdb, names)
 		if err != nil {
 			return nil, err
 		}
@@ -89,9 +88,9 @@ func denyByName(name string) bool {
 	return strings.HasPrefix(n, "_") || strings.HasSuffix(n, ".CONFIG") || strings.HasSuffix(n, ".DEBUG")
 }
 
-// commandFlags reads COMMAND INFO for names and returns each command's
+// CommandFlags reads COMMAND INFO for names and returns each command's
 // flags (the third element of its entry), lower-cased, by the given name.
-func commandFlags(ctx context.Context, rdb *redis.Client, names []string) (map[string][]string, error) {
+func CommandFlags(ctx context.Context, rdb *redis.Client, names []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	if len(names) == 0 {
 		return out, nil

@@ -1,0 +1,34 @@
+package postgres
+
+import (
+	"context"
+	"crypto/tls"
+
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Name is the service's name.
+const Name = "postgres"
+
+// Port is the port the server listens on.
+const Port = 5432
+
+// PasswordFile is the file, in the runtime's secret directory, that holds
+// the admin password for the official image's POSTGRES_PASSWORD_FILE.
+const PasswordFile = "postgres-password"
+
+// DefaultPGDATA is the data directory of images that do not set PGDATA.
+const DefaultPGDATA = "/var/lib/postgresql/data"
+
+// Service is PostgreSQL for the services.Service contract.
+type Service struct{}
+
+func (Service) Name() string    { return Name }
+func (Service) Port() int       { return Port }
+func (Service) Account() string { return "postgres" }
+func (Service) StartRank() int  { return 0 } // initdb is the longest path to ready
+
+// Ping logs in as c's role to its database and runs SELECT 1.
+func (Service) Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error {
+	return Ping(ctx, c.Host, c.Port, c.User, c.Password, c.Database, tlsConf)
+}

@@ -1,0 +1,49 @@
+// Package services is the runtime-neutral contract of the services
+// sandboxer runs. Each service is a package of its own (services/postgres,
+// services/redis) holding what any runtime needs of it: the files and
+// settings an instance starts with (init script, ACL file, server
+// arguments), the protocol probe with the handed-out credentials, and the
+// checks of its features once it answers. A runtime (providers/docker, a
+// Kubernetes runtime) places the processes, copies the files, publishes
+// the ports; it asks this package what a service is.
+//
+// What the packages here must never do: call a container engine or
+// cluster API, print, or put a password into an error (they take
+// credentials and return errors that quote none).
+package services
+
+import (
+	"context"
+	"crypto/tls"
+
+	"github.com/sandboxer/sandboxer/services/postgres"
+	"github.com/sandboxer/sandboxer/services/redis"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Service is what every runtime asks of one kind of service.
+type Service interface {
+	// Name is the service's name in configurations and state.
+	Name() string
+	// Port is the port it listens on inside its container or pod.
+	Port() int
+	// Account is the account the official image runs it as, whose
+	// uid/gid copied files get when the image names no USER.
+	Account() string
+	// StartRank orders the starts of one instance: lower first (the
+	// service on the longest path to ready goes first).
+	StartRank() int
+	// Ping is the liveness probe: a login with c and a round trip.
+	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
+}
+
+// Lookup returns the service named name.
+func Lookup(name string) (Service, bool) {
+	switch name {
+	case postgres.Name:
+		return postgres.Service{}, true
+	case redis.Name:
+		return redis.Service{}, true
+	}
+	return nil, false
+}
