@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,13 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
-	redissvc "github.com/sandboxer/sandboxer/services/redis"
-
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -167,16 +159,7 @@ func redisTLSArgs() []string {
 // clientTLS is the client side for credentials that carry a CA, nil for
 // plain ones: verify the server against the instance's CA under the name
 // the client dials, as sslmode=verify-full does.
-func clientTLS(c state.Credentials, host string) (*tls.Config, error) {
-	if c.CA == "" {
-		return nil, nil
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(c.CA)) {
-		return nil, errors.New("the recorded CA certificate does not parse")
-	}
-	return &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12}, nil
-}
+func clientTLS(c state.Credentials, host string) (*tls.Config, error) { return c.ClientTLS(host) }
 
 // writeCAFile writes the CA for clients (sslrootcert, redis-cli --cacert)
 // as dir/name.ca.pem, mode 0600 in a 0700 directory, and returns its
@@ -224,25 +207,4 @@ func removeCAFiles(rec *state.Record) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// pgConnectAs opens a connection to c's endpoint as user, over TLS when c
-// carries a CA.
-func pgConnectAs(ctx context.Context, c state.Credentials, user string, password state.Secret, db string) (*pgx.Conn, error) {
-	tlsConf, err := clientTLS(c, c.Host)
-	if err != nil {
-		return nil, err
-	}
-	return pgsvc.Connect(ctx, c.Host, c.Port, user, password, db, tlsConf)
-}
-
-// redisClientAs is redissvc.Client for c's endpoint as user, over TLS when c
-// carries a CA. A CA that does not parse fails closed: a TLS config that
-// trusts nothing, so every handshake is refused.
-func redisClientAs(c state.Credentials, user string, password state.Secret) *redis.Client {
-	tlsConf, err := clientTLS(c, c.Host)
-	if err != nil {
-		tlsConf = &tls.Config{RootCAs: x509.NewCertPool(), ServerName: c.Host, MinVersion: tls.VersionTLS12}
-	}
-	return redissvc.Client(c.Host, c.Port, user, password, tlsConf)
 }

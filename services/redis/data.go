@@ -1,8 +1,10 @@
-package docker
+package redis
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -21,6 +22,17 @@ import (
 // persistence and with DEBUG disabled, and a restart would change its
 // port, so loading a whole RDB file is not an option; RESTORE needs
 // neither. The handed-out user cannot RESTORE (@dangerous); the admin can.
+
+// ClientAs is redissvc.Client for c's endpoint as user, over TLS when c
+// carries a CA. A CA that does not parse fails closed: a TLS config that
+// trusts nothing, so every handshake is refused.
+func ClientAs(c state.Credentials, user string, password state.Secret) *redis.Client {
+	tlsConf, err := c.ClientTLS(c.Host)
+	if err != nil {
+		tlsConf = &tls.Config{RootCAs: x509.NewCertPool(), ServerName: c.Host, MinVersion: tls.VersionTLS12}
+	}
+	return Client(c.Host, c.Port, user, password, tlsConf)
+}
 
 // redisEntry is one line of the dump.
 type redisEntry struct {
@@ -32,13 +44,11 @@ type redisEntry struct {
 
 const redisScanCount = 1000
 
-// redisDump writes every key of every database as JSON lines.
-func (p *Provider) redisDump(ctx context.Context, rec *state.Record, w io.Writer) error {
-	_, c, err := serviceOf(rec, "redis")
-	if err != nil {
-		return err
-	}
-	admin := redisClientAs(c, c.AdminUser, c.AdminPassword)
+// Dump writes every key of every database as JSON lines.
+// Dump writes every key of every database of the instance c reaches as
+// JSON lines, over the admin connection.
+func Dump(ctx context.Context, c state.Credentials, w io.Writer) error {
+	admin := ClientAs(c, c.AdminUser, c.AdminPassword)
 	defer admin.Close()
 	info, err := admin.Info(ctx, "keyspace").Result()
 	if err != nil {
@@ -47,15 +57,15 @@ func (p *Provider) redisDump(ctx context.Context, rec *state.Record, w io.Writer
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for _, db := range keyspaceDBs(info) {
-		if err := redisDumpDB(ctx, c, db, enc); err != nil {
+		if err := dumpDB(ctx, c, db, enc); err != nil {
 			return fmt.Errorf("database %d: %w", db, err)
 		}
 	}
 	return bw.Flush()
 }
 
-func redisDumpDB(ctx context.Context, c state.Credentials, db int, enc *json.Encoder) error {
-	rdb := redisClientAs(c, c.AdminUser, c.AdminPassword)
+func dumpDB(ctx context.Context, c state.Credentials, db int, enc *json.Encoder) error {
+	rdb := ClientAs(c, c.AdminUser, c.AdminPassword)
 	defer rdb.Close()
 	if db != 0 {
 		// A single-connection client: SELECT sticks for what follows.
@@ -119,14 +129,10 @@ func keyspaceDBs(info string) []int {
 	return out
 }
 
-// redisLoad replaces every database's keys with the dump's, in one
+// Load replaces every database's keys with the dump's, in one
 // MULTI/EXEC: other clients see the old data or the new, never a mix, and
 // a dump that cannot be read changes nothing.
-func (p *Provider) redisLoad(ctx context.Context, rec *state.Record, path string) error {
-	_, c, err := serviceOf(rec, "redis")
-	if err != nil {
-		return err
-	}
+func Load(ctx context.Context, c state.Credentials, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -143,7 +149,7 @@ func (p *Provider) redisLoad(ctx context.Context, rec *state.Record, path string
 		}
 		entries = append(entries, e)
 	}
-	admin := redisClientAs(c, c.AdminUser, c.AdminPassword)
+	admin := ClientAs(c, c.AdminUser, c.AdminPassword)
 	defer admin.Close()
 	cmds, err := admin.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.FlushAll(ctx)
