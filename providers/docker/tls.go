@@ -1,21 +1,16 @@
 package docker
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
+
+	"github.com/sandboxer/sandboxer/internal/certs"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -28,11 +23,10 @@ import (
 // instances, one more secret to guard, for no gain to a client that gets
 // the CA with the credentials anyway.
 const (
-	tlsCertName  = "server.crt"
-	tlsKeyName   = "server.key"
-	tlsCAName    = "ca.crt"
-	pgHBAName    = "pg_hba.conf"
-	certLifetime = 397 * 24 * time.Hour // within what clients accept for a leaf
+	tlsCertName = "server.crt"
+	tlsKeyName  = "server.key"
+	tlsCAName   = "ca.crt"
+	pgHBAName   = "pg_hba.conf"
 )
 
 // instanceTLS is the certificate material of one instance.
@@ -43,71 +37,15 @@ type instanceTLS struct {
 	caFile  string // where caPEM was written for clients
 }
 
-// newInstanceTLS makes a CA and a server certificate valid for hosts:
-// every name a client may use (advertised host, publish address, loopback,
-// the containers' names on user networks).
+// newInstanceTLS makes a CA and a server certificate valid for hosts
+// (internal/certs): every name a client may use (advertised host, publish
+// address, loopback, the containers' names on user networks).
 func newInstanceTLS(commonName string, hosts []string, now time.Time) (*instanceTLS, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate CA key: %w", err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "sandboxer CA for " + commonName},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certLifetime),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("create CA certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
+	m, err := certs.New(commonName, hosts, now)
 	if err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate server key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: commonName},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(certLifetime),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			if !ip.IsUnspecified() && !slices.ContainsFunc(tmpl.IPAddresses, ip.Equal) {
-				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-			}
-		} else if h != "" && !slices.Contains(tmpl.DNSNames, h) {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("create server certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &instanceTLS{
-		caPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)) // crypto/rand does not fail
-	return n
+	return &instanceTLS{caPEM: m.CAPEM, certPEM: m.CertPEM, keyPEM: m.KeyPEM}, nil
 }
 
 // files are what every TLS service gets copied in beside its other
@@ -125,35 +63,18 @@ func (t *instanceTLS) files() []containerFile {
 // takes TCP logins only over TLS; the socket stays trusted, as in the
 // image, for its init scripts.
 func postgresTLSArgs() []string {
-	return []string{
-		"-c", "ssl=on",
-		"-c", "ssl_cert_file=" + secretPath(tlsCertName),
-		"-c", "ssl_key_file=" + secretPath(tlsKeyName),
-		"-c", "ssl_min_protocol_version=TLSv1.2",
-		"-c", "hba_file=" + secretPath(pgHBAName),
-	}
+	return pgsvc.TLSArgs(secretPath(tlsCertName), secretPath(tlsKeyName), secretPath(pgHBAName))
 }
 
 // postgresHBA refuses every TCP connection that is not TLS.
 func postgresHBA() containerFile {
-	return containerFile{Path: secretPath(pgHBAName), Mode: 0o644, Content: []byte(
-		"# sandboxer: TLS only over TCP\n" +
-			"local     all all     trust\n" +
-			"hostssl   all all all scram-sha-256\n" +
-			"hostnossl all all all reject\n")}
+	return containerFile{Path: secretPath(pgHBAName), Mode: 0o644, Content: pgsvc.TLSOnlyHBA()}
 }
 
 // redisTLSArgs replace the plain port by a TLS one on the same number;
 // clients are not asked for certificates (they log in with ACL users).
 func redisTLSArgs() []string {
-	return []string{
-		"--port", "0",
-		"--tls-port", redisPort.Port(),
-		"--tls-cert-file", secretPath(tlsCertName),
-		"--tls-key-file", secretPath(tlsKeyName),
-		"--tls-ca-cert-file", secretPath(tlsCAName),
-		"--tls-auth-clients", "no",
-	}
+	return redissvc.TLSArgs(secretPath(tlsCertName), secretPath(tlsKeyName), secretPath(tlsCAName))
 }
 
 // clientTLS is the client side for credentials that carry a CA, nil for

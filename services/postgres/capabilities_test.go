@@ -1,11 +1,9 @@
-package docker
+package postgres
 
 import (
 	"archive/tar"
 	"bytes"
 	"testing"
-
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -52,10 +50,10 @@ func TestReadControlFiles(t *testing.T) {
 }
 
 func TestPreloadArgs(t *testing.T) {
-	if got := pgsvc.PreloadArgs([]string{"vector"}); got != nil {
+	if got := PreloadArgs([]string{"vector"}); got != nil {
 		t.Errorf("vector: %v", got)
 	}
-	got := pgsvc.PreloadArgs([]string{"pg_trgm", "timescaledb"})
+	got := PreloadArgs([]string{"pg_trgm", "timescaledb"})
 	if diff := cmp.Diff([]string{"-c", "shared_preload_libraries=timescaledb", "-c", "timescaledb.telemetry_level=off"}, got); diff != "" {
 		t.Errorf("timescaledb (-want +got):\n%s", diff)
 	}
