@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ type DatabaseOptions struct {
 	TTL time.Duration
 	// Prefix starts the names in Env ("" for SANDBOXER_).
 	Prefix string
+	// Remote says the database is for a process elsewhere (the HTTP API's
+	// caller): only its TTL ends it, not this process's exit.
+	Remote bool
 }
 
 // Database hands out a fresh PostgreSQL database, cloned from the
@@ -67,7 +71,22 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 // DropDatabase drops a database Database handed out (name is its
 // SANDBOXER_POSTGRES_DB), with its role; one already gone is fine.
 func (s *Sandboxer) DropDatabase(ctx context.Context, address, name string) error {
-	srv, _, err := s.databaseServer(ctx, address)
+	if name == "" {
+		return &Error{Code: CodeInvalid, Message: "name the database to drop (its SANDBOXER_POSTGRES_DB)"}
+	}
+	a, err := config.ParseAddress(address)
+	if err != nil || a.HasKey {
+		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("%q: give a sandbox block (sandbox.NAME), not an instance", address)}
+	}
+	// Never provisions: without a host there is nothing to drop.
+	rec, err := s.store.Get(ctx, config.Address{Name: a.Name, Key: DatabaseHostKey, HasKey: true}.String())
+	if err != nil {
+		return classify(err)
+	}
+	if rec == nil {
+		return nil
+	}
+	srv, err := s.connectDatabases(ctx, rec)
 	if err != nil {
 		return err
 	}
@@ -128,6 +147,11 @@ func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databa
 	a, err := config.ParseAddress(address)
 	if err != nil || a.HasKey {
 		return nil, nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("%q: give a sandbox block (sandbox.NAME), not an instance", address)}
+	}
+	// Before anything is provisioned: the block's instances must run
+	// postgres.
+	if in, ok := s.cfg.Instance(a); ok && !slices.Contains(in.Services, "postgres") {
+		return nil, nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no postgres to host databases in", a)}
 	}
 	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: DatabaseHostKey, TTL: "30d"})
 	if err != nil {

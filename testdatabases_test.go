@@ -167,6 +167,39 @@ func TestDatabasePerTest(t *testing.T) {
 		t.Errorf("%d template roles (%v), want 1", owners, err)
 	}
 
+	// A migration runs as the template's own role: it cannot get back to
+	// the admin (RESET ROLE changes nothing) nor grant itself more.
+	_, err = sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: databases.SQL(`RESET ROLE`, `ALTER ROLE CURRENT_USER SUPERUSER`)})
+	if err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("a migration escalating itself: %v, want permission denied", err)
+	}
+	var supers int
+	if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_roles WHERE rolsuper AND rolname LIKE 'sbxt%'`).Scan(&supers); err != nil || supers != 0 {
+		t.Errorf("%d sandboxer-made superusers (%v), want 0", supers, err)
+	}
+
+	// CREATEDB when asked: a database the role makes itself goes with it.
+	c, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: schema, CreateDB: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := connectURL(ctx, c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadow := c.Env["SANDBOXER_POSTGRES_DB"] + "_shadow"
+	if _, err := cc.Exec(ctx, `CREATE DATABASE `+shadow); err != nil {
+		t.Fatalf("CREATE DATABASE with CreateDB: %v", err)
+	}
+	cc.Close(ctx)
+	if err := sb.DropDatabase(ctx, "sandbox.db", c.Env["SANDBOXER_POSTGRES_DB"]); err != nil {
+		t.Fatalf("drop a database whose role made another: %v", err)
+	}
+	var left int
+	if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname IN ($1, $2)`, c.Env["SANDBOXER_POSTGRES_DB"], shadow).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d of the database and its shadow left (%v)", left, err)
+	}
+
 	// Eight at once with a new migration: one template, eight databases.
 	fresh := databases.SQL(`CREATE TABLE items (id int)`, `INSERT INTO items VALUES (1), (2)`)
 	var wg sync.WaitGroup

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,8 +118,12 @@ type Options struct {
 	// make a shadow database).
 	CreateDB bool
 	// TTL is the lease: Reap drops the database once it passed, even if
-	// its process still runs. Default one hour.
+	// its process still runs. Default one hour, at least one second.
 	TTL time.Duration
+	// Remote marks a database asked for by a process elsewhere (through
+	// the HTTP API): its lease ends by TTL only, never because the
+	// process that created it on this machine (the server) is gone.
+	Remote bool
 }
 
 // Database is one handed-out database.
@@ -147,16 +152,21 @@ func (s *Server) Create(ctx context.Context, m Migration, o Options) (*Database,
 	if o.TTL <= 0 {
 		o.TTL = time.Hour
 	}
+	o.TTL = max(o.TTL, time.Second)
 	id := randomHex(8)
 	d := &Database{Name: "sbxt_" + id, Role: "sbxt_" + id, Password: randomHex(16), Host: s.host, Port: s.port, Template: tpl}
 	host, _ := os.Hostname()
+	pid := os.Getpid()
+	if o.Remote {
+		host, pid = "remote", 0
+	}
 	createDB := "NOCREATEDB"
 	if o.CreateDB {
 		createDB = "CREATEDB"
 	}
 	// The lease first: a process killed after it leaves a row Reap finds.
 	if _, err := s.pool.Exec(ctx, `INSERT INTO sbx_databases (name, role, template, expires_at, host, pid) VALUES ($1, $1, $2, now() + $3::interval, $4, $5)`,
-		d.Name, tpl, fmt.Sprintf("%d seconds", int(o.TTL.Seconds())), host, os.Getpid()); err != nil {
+		d.Name, tpl, fmt.Sprintf("%d seconds", int(o.TTL.Seconds())), host, pid); err != nil {
 		return nil, fmt.Errorf("databases: lease: %w", err)
 	}
 	// The verifier, not the password: a failing statement is echoed into
@@ -199,10 +209,25 @@ func (s *Server) Drop(ctx context.Context, name string) error {
 }
 
 func (s *Server) drop(ctx context.Context, name string) error {
-	for _, q := range []string{
-		fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, ident(name)),
-		fmt.Sprintf(`DROP ROLE IF EXISTS %s`, ident(name)),
-	} {
+	// A role with CREATEDB may have made databases of its own (a shadow
+	// database); DROP ROLE refuses while it owns any.
+	rows, err := s.pool.Query(ctx, `SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1`, name)
+	if err != nil {
+		return fmt.Errorf("databases: drop %s: %w", name, err)
+	}
+	owned, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("databases: drop %s: %w", name, err)
+	}
+	if !slices.Contains(owned, name) {
+		owned = append(owned, name)
+	}
+	var qs []string
+	for _, db := range owned {
+		qs = append(qs, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, ident(db)))
+	}
+	qs = append(qs, fmt.Sprintf(`DROP ROLE IF EXISTS %s`, ident(name)))
+	for _, q := range qs {
 		if _, err := s.pool.Exec(ctx, q); err != nil {
 			return fmt.Errorf("databases: drop %s: %w", name, err)
 		}
@@ -236,7 +261,7 @@ func (s *Server) Reap(ctx context.Context) (dropped []string, err error) {
 	}
 	var errs []error
 	for _, l := range leases {
-		if l.expired || (l.host == host && !processAlive(l.pid)) {
+		if l.expired || (l.host == host && l.pid > 0 && !processAlive(l.pid)) {
 			if err := s.drop(ctx, l.name); err != nil {
 				errs = append(errs, err)
 				continue

@@ -1,6 +1,9 @@
 package databases
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +12,20 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/sandboxer/sandboxer/internal/scram"
+
 	"github.com/jackc/pgx/v5"
 )
+
+// MigrationError is a template's migration that failed; nothing of the
+// template was kept.
+type MigrationError struct{ Err error }
+
+func (e *MigrationError) Error() string {
+	return "databases: the template's migration failed, nothing was kept: " + e.Err.Error()
+}
+
+func (e *MigrationError) Unwrap() error { return e.Err }
 
 // templateRole owns what a template's migration made.
 func templateRole(tpl string) string { return tpl + "_owner" }
@@ -20,7 +35,10 @@ func templateRole(tpl string) string { return tpl + "_owner" }
 // number of processes make it once) when no process has. A migration that
 // fails leaves nothing: the half-made template and its role are dropped.
 func (s *Server) template(ctx context.Context, m Migration) (string, error) {
-	tpl := "sbxtpl_" + m.Hash[:min(16, len(m.Hash))]
+	// Named by a hash of the hash: a caller's own hashes ("app-v1",
+	// "app-v2") may share any prefix.
+	sum := sha256.Sum256([]byte(m.Hash))
+	tpl := "sbxtpl_" + hex.EncodeToString(sum[:8])
 	if ready, err := s.templateReady(ctx, tpl); err != nil || ready {
 		return tpl, err
 	}
@@ -39,8 +57,16 @@ func (s *Server) template(ctx context.Context, m Migration) (string, error) {
 	// A template left half-made by a process killed mid-migration.
 	s.dropTemplate(context.WithoutCancel(ctx), tpl)
 	owner := templateRole(tpl)
+	// The migration logs in as the owner itself, with a password used
+	// once: run on an admin connection after SET ROLE, its SQL could
+	// RESET ROLE and act as the superuser.
+	ownerPassword := randomHex(16)
+	verifier, err := scram.Verifier(ownerPassword)
+	if err != nil {
+		return "", fmt.Errorf("databases: %w", err)
+	}
 	for _, q := range []string{
-		fmt.Sprintf(`CREATE ROLE %s NOLOGIN`, ident(owner)),
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s' NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS`, ident(owner), verifier),
 		fmt.Sprintf(`CREATE DATABASE %s OWNER %s`, ident(tpl), ident(owner)),
 		fmt.Sprintf(`REVOKE CONNECT, TEMPORARY ON DATABASE %s FROM PUBLIC`, ident(tpl)),
 	} {
@@ -49,14 +75,15 @@ func (s *Server) template(ctx context.Context, m Migration) (string, error) {
 			return "", fmt.Errorf("databases: make template %s: %w", tpl, err)
 		}
 	}
-	if err := s.migrate(ctx, tpl, owner, m); err != nil {
+	if err := s.migrate(ctx, tpl, owner, ownerPassword, m); err != nil {
 		s.dropTemplate(context.WithoutCancel(ctx), tpl)
-		return "", fmt.Errorf("databases: the template's migration failed, nothing was kept: %w", err)
+		return "", &MigrationError{Err: err}
 	}
 	// Only now does the template count: a clone never copies a half-made
 	// one. Owned by the admin from here on, so that REASSIGN OWNED in a
 	// clone never hands the template itself to a test's role.
 	for _, q := range []string{
+		fmt.Sprintf(`ALTER ROLE %s NOLOGIN PASSWORD NULL`, ident(owner)),
 		fmt.Sprintf(`ALTER DATABASE %s OWNER TO CURRENT_USER`, ident(tpl)),
 		fmt.Sprintf(`ALTER DATABASE %s WITH ALLOW_CONNECTIONS false IS_TEMPLATE true`, ident(tpl)),
 	} {
@@ -80,17 +107,17 @@ func (s *Server) templateReady(ctx context.Context, tpl string) (bool, error) {
 	return ready, nil
 }
 
-// migrate runs m in tpl as its owner role, so what it makes belongs to
-// that role and not to the admin.
-func (s *Server) migrate(ctx context.Context, tpl, owner string, m Migration) error {
-	conn, err := s.connectTo(ctx, tpl)
+// migrate runs m in tpl logged in as its owner role (no superuser), so
+// what it makes belongs to that role, and nothing it runs can act as the
+// admin.
+func (s *Server) migrate(ctx context.Context, tpl, owner, password string, m Migration) error {
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.Database, cfg.User, cfg.Password = tpl, owner, password
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("connect to %s as its owner: %s", tpl, scrub(err, password))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, fmt.Sprintf(`SET ROLE %s`, ident(owner))); err != nil {
-		return err
-	}
 	return m.Run(ctx, conn)
 }
 

@@ -26,7 +26,7 @@ func (s *Server) database(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.callContext(r)
 	defer cancel()
-	sbx, err := s.lib.Database(ctx, body.Address, sandboxer.DatabaseOptions{SQL: body.SQL, CreateDB: body.CreateDB, TTL: ttl, Prefix: body.Prefix})
+	sbx, err := s.lib.Database(ctx, body.Address, sandboxer.DatabaseOptions{SQL: body.SQL, CreateDB: body.CreateDB, TTL: ttl, Prefix: body.Prefix, Remote: true})
 	if err != nil {
 		s.fail(w, err)
 		return
