@@ -102,8 +102,8 @@ func functionsWithTemplates(m *meter, dir string, table map[string]function.Func
 	for k, f := range table {
 		inner[k] = f
 	}
-	table["templatestring"] = m.wrap("templatestring", templateStringFunc(inner))
-	table["templatefile"] = m.wrap("templatefile", templateFileFunc(dir, inner))
+	table["templatestring"] = m.wrap("templatestring", templateStringFunc(m, inner))
+	table["templatefile"] = m.wrap("templatefile", templateFileFunc(m, dir, inner))
 	table["try"] = tryfunc.TryFunc
 	table["can"] = tryfunc.CanFunc
 }
@@ -315,8 +315,9 @@ func fileExistsFunc(dir string) function.Function {
 }
 
 // renderTemplate evaluates src as a string template with vars (an object
-// or map) as its only variables and funcs as its functions.
-func renderTemplate(src, name string, vars cty.Value, funcs map[string]function.Function) (cty.Value, error) {
+// or map) as its only variables and funcs as its functions, its
+// %{for} loops bounded by the load's loop budget as any expression's.
+func renderTemplate(m *meter, src, name string, vars cty.Value, funcs map[string]function.Function) (cty.Value, error) {
 	expr, diags := hclsyntax.ParseTemplate([]byte(src), name, hcl.InitialPos)
 	if diags.HasErrors() {
 		return cty.NilVal, errors.New(diags.Error())
@@ -330,24 +331,24 @@ func renderTemplate(src, name string, vars cty.Value, funcs map[string]function.
 			variables[k] = v
 		}
 	}
-	v, diags := expr.Value(&hcl.EvalContext{Variables: variables, Functions: funcs})
+	v, diags := m.valueWithin(expr, &hcl.EvalContext{Variables: variables, Functions: funcs})
 	if diags.HasErrors() {
 		return cty.NilVal, errors.New(diags.Error())
 	}
 	return v, nil
 }
 
-func templateStringFunc(funcs map[string]function.Function) function.Function {
+func templateStringFunc(m *meter, funcs map[string]function.Function) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "template", Type: cty.String}, {Name: "vars", Type: cty.DynamicPseudoType}},
 		Type:   function.StaticReturnType(cty.DynamicPseudoType),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			return renderTemplate(args[0].AsString(), "templatestring", args[1], funcs)
+			return renderTemplate(m, args[0].AsString(), "templatestring", args[1], funcs)
 		},
 	})
 }
 
-func templateFileFunc(dir string, funcs map[string]function.Function) function.Function {
+func templateFileFunc(m *meter, dir string, funcs map[string]function.Function) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}, {Name: "vars", Type: cty.DynamicPseudoType}},
 		Type:   function.StaticReturnType(cty.DynamicPseudoType),
@@ -356,7 +357,7 @@ func templateFileFunc(dir string, funcs map[string]function.Function) function.F
 			if err != nil {
 				return cty.NilVal, function.NewArgError(0, err)
 			}
-			return renderTemplate(src, args[0].AsString(), args[1], funcs)
+			return renderTemplate(m, src, args[0].AsString(), args[1], funcs)
 		},
 	})
 }

@@ -19,18 +19,21 @@ func estimateMore(name string, args []cty.Value) (size, bool) {
 	case "range":
 		return size{elems: rangeCount(args)}, true
 	case "setproduct":
+		// Saturating: any product past the limit is refused, and a
+		// product that overflowed would have wrapped to a small number.
 		product := int64(1)
 		for _, a := range args {
 			n := int64(lengthOf(a))
 			if n == 0 {
 				return size{}, true
 			}
-			if product > math.MaxInt64/n {
+			if product > MaxValueElements/n {
 				return size{elems: math.MaxInt64}, true
 			}
 			product *= n
 		}
-		return size{elems: product * int64(max(len(args), 1)), bytes: total.bytes * product}, true
+		elems, bytes := saturatingMul(product, int64(max(len(args), 1))), saturatingMul(total.bytes, product)
+		return size{elems: elems, bytes: bytes}, true
 	case "chunklist", "zipmap", "slice", "reverse", "coalescelist", "setintersection", "setsubtract", "setsymmetricdifference":
 		return total, true
 	case "jsonencode", "base64encode", "indent":
@@ -85,3 +88,4 @@ func lengthOf(v cty.Value) int {
 	}
 	return v.LengthInt()
 }
+
