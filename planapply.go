@@ -57,15 +57,19 @@ func (s *Sandboxer) Plan(ctx context.Context, o PlanOptions) (*plan.Plan, error)
 // Apply carries out a plan made by Plan. A plan made against state that
 // changed since is refused with ErrConflict: plan again.
 func (s *Sandboxer) Apply(ctx context.Context, p *plan.Plan, o ApplyOptions) (apply.Result, error) {
-	unlock, err := s.store.Lock(ctx, "apply", s.opts.LockTimeout)
+	// Waiting for the lock and the checks stop at the first interrupt;
+	// the apply itself sees it through Options.Interrupt.
+	wctx, cancel := untilClosed(ctx, s.opts.Interrupt)
+	defer cancel()
+	unlock, err := s.store.Lock(wctx, "apply", s.opts.LockTimeout)
 	if err != nil {
 		return apply.Result{}, classify(err)
 	}
 	defer unlock()
-	if err := s.store.ExpectLineage(ctx, p.Lineage, p.Serial); err != nil {
+	if err := s.store.ExpectLineage(wctx, p.Lineage, p.Serial); err != nil {
 		return apply.Result{}, classify(fmt.Errorf("the plan is stale: %w", err))
 	}
-	return s.checkAndExecute(ctx, s.prov, p, o)
+	return s.checkAndExecute(ctx, wctx, s.prov, p, o)
 }
 
 // PlanAndApply plans as Plan and carries the plan out, under one hold of
@@ -95,12 +99,14 @@ func (s *Sandboxer) ApplyFile(ctx context.Context, f *plan.File, o ApplyOptions)
 	if err := s.checkSourcesUnchanged(name, f); err != nil {
 		return apply.Result{}, err
 	}
-	unlock, err := s.store.Lock(ctx, "apply", s.opts.LockTimeout)
+	wctx, cancel := untilClosed(ctx, s.opts.Interrupt)
+	defer cancel()
+	unlock, err := s.store.Lock(wctx, "apply", s.opts.LockTimeout)
 	if err != nil {
 		return apply.Result{}, classify(err)
 	}
 	defer unlock()
-	if err := s.store.ExpectLineage(ctx, f.Lineage, f.Serial); err != nil {
+	if err := s.store.ExpectLineage(wctx, f.Lineage, f.Serial); err != nil {
 		return apply.Result{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("%s is stale: %v; run sandboxer plan again", name, err), Err: err}
 	}
 	p := f.Plan()
@@ -109,20 +115,21 @@ func (s *Sandboxer) ApplyFile(ctx context.Context, f *plan.File, o ApplyOptions)
 	}
 	prov := s.providerFor(f.Provider)
 	defer prov.Close()
-	return s.checkAndExecute(ctx, prov, p, o)
+	return s.checkAndExecute(ctx, wctx, prov, p, o)
 }
 
 // checkAndExecute checks images, features and seeds (the state may have
 // moved on since the plan was made), lets Confirm see the plan and runs
 // it.
-func (s *Sandboxer) checkAndExecute(ctx context.Context, prov *lazyProvider, p *plan.Plan, o ApplyOptions) (apply.Result, error) {
+// wctx (ended by the first interrupt) bounds the checks, ctx the apply.
+func (s *Sandboxer) checkAndExecute(ctx, wctx context.Context, prov *lazyProvider, p *plan.Plan, o ApplyOptions) (apply.Result, error) {
 	if !p.HasChanges() {
 		return apply.Result{}, nil
 	}
-	if _, err := prov.get(ctx); err != nil {
+	if _, err := prov.get(wctx); err != nil {
 		return apply.Result{}, classify(err)
 	}
-	if err := apply.Preflight(ctx, prov, p.Changes, s.moverFor(prov)); err != nil {
+	if err := apply.Preflight(wctx, prov, p.Changes, s.moverFor(prov)); err != nil {
 		return apply.Result{}, classify(err)
 	}
 	if o.Confirm != nil {

@@ -88,4 +88,3 @@ func lengthOf(v cty.Value) int {
 	}
 	return v.LengthInt()
 }
-
