@@ -1,9 +1,9 @@
 // Package sandboxer is sandboxer's one front door and its only
 // orchestrator: open a configuration directory, then plan, apply (a plan
 // or a saved plan file) and destroy declared sandboxes, request, release,
-// extend and list on-demand ones, and snapshot, restore or reset their
-// data, with the same cache rule, allowlist, state file and locks as the
-// CLI. The CLI, the HTTP server and the test helper call this package and
+// extend and list on-demand ones, snapshot, restore or reset their data,
+// and hand out a PostgreSQL database per test (Database), with the same
+// cache rule, allowlist, state file and locks as the CLI. The CLI, the HTTP server and the test helper call this package and
 // nothing else runs plan, apply or the broker. It is also the composition
 // root: compose.go alone names a concrete runtime (the Docker provider)
 // and sets it up from Options; everything else talks to apply.Provider and

@@ -14,11 +14,19 @@
 // released when the test ends (t.Cleanup); Keep, or SANDBOXER_KEEP=1 in
 // the environment, leaves it for the next run (its ttl still bounds it).
 //
+// Database hands a test a fresh PostgreSQL database of its own instead,
+// cloned from a migrated template inside one kept host instance of the
+// block (sandbox.NAME["sbx-databases"], shared by every test and run, its
+// 30-day ttl bounding it), and drops it at t.Cleanup:
+//
+//	db := sandboxertest.Database(t, "sandbox.db", sandboxertest.Migrations(schema))
+//
 // It works through the library on the nearest directory holding
 // *.sbx.hcl (Dir to choose one), or through a running `sandboxer serve`
 // when SANDBOXER_API_URL (and SANDBOXER_API_TOKEN) are set.
 //
 // What this package must never do: log credentials (only addresses and
 // generations), or leave an instance behind that the caller did not ask
-// to keep.
+// to keep (the databases' host is kept by design: it is what makes a
+// database take milliseconds), nor a database after its test.
 package sandboxertest

@@ -103,6 +103,16 @@ func New(lib Library, o Options) *Server {
 // once stdin closed, before exiting.
 func (s *Server) Wait() { s.watching.Wait() }
 
+// Close ends every session (serve's shutdown: an open event stream would
+// otherwise hold it for its whole timeout). Sessions that end are
+// handled as any end: with ReleaseOnDisconnect, their instances are
+// released; Wait waits for that.
+func (s *Server) Close() {
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
+}
+
 // MCP is the SDK server, to run over a transport or an HTTP handler.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 

@@ -33,8 +33,9 @@ const (
 	labelLockToken = "dev.sandboxer.lock-token"
 	lockPoll       = 20 * time.Millisecond
 	// lockStale is far longer than a holder keeps a lock (a network list
-	// and create, well under a second even on a loaded engine).
-	lockStale = 30 * time.Second
+	// and create, well under a second even on a loaded engine), and
+	// longer than createTimeout, which bounds what a holder does.
+	lockStale = 2 * createTimeout
 )
 
 // lineageLockName is the volume that locks one purpose of one lineage.
@@ -77,11 +78,15 @@ func (p *Provider) lockLineage(ctx context.Context, lineage, purpose string) (un
 		case holder != seen:
 			seen, seenSince = holder, time.Now()
 		case time.Since(seenSince) > p.staleAfter():
-			// Its holder died with it; the check of the token makes a
-			// lock taken over meanwhile by another waiter safe from us.
-			if err := p.releaseLock(ctx, name, holder); err != nil {
+			// Its holder died with it. Of the waiters that saw it die,
+			// one takes it over: the one whose token a second volume,
+			// named after the dead token, comes back with. Others wait
+			// on; removing by name without that gate, a late waiter
+			// could remove the lock the first one had just taken.
+			if err := p.takeOver(ctx, name, holder, labels); err != nil {
 				return nil, err
 			}
+			seen = ""
 			continue
 		}
 		select {
@@ -97,6 +102,24 @@ func (p *Provider) staleAfter() time.Duration {
 		return p.lockStaleAfter
 	}
 	return lockStale
+}
+
+// takeOver removes the lock a dead holder left, if this waiter wins the
+// gate for it; a waiter that loses returns and keeps waiting.
+func (p *Provider) takeOver(ctx context.Context, name, deadToken string, labels map[string]string) error {
+	gate := name + "-stale-" + deadToken[:min(12, len(deadToken))]
+	v, err := p.cli.VolumeCreate(ctx, volume.CreateOptions{Name: gate, Driver: "local", Labels: labels})
+	if err != nil {
+		return p.engineErr("take over lock "+name, err)
+	}
+	if v.Labels[labelLockToken] != labels[labelLockToken] {
+		return nil
+	}
+	err = p.releaseLock(ctx, name, deadToken)
+	if rerr := p.cli.VolumeRemove(context.WithoutCancel(ctx), gate, true); rerr != nil && !cerrdefs.IsNotFound(rerr) && err == nil {
+		err = p.engineErr("take over lock "+name, rerr)
+	}
+	return err
 }
 
 // releaseLock removes the lock volume if it still carries token.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/sandboxer/sandboxer/config"
@@ -137,5 +138,48 @@ func TestEnsureNetworkConcurrentProcesses(t *testing.T) {
 		if id != nets[0] {
 			t.Errorf("process %d uses network %q, want %q", i, id, nets[0])
 		}
+	}
+}
+
+// Waiters that see one dead holder at once take its lock over one at a
+// time: never two holders.
+func TestEngineLockTakeOverByManyWaiters(t *testing.T) {
+	t.Parallel()
+	ps := providers(t, 6)
+	lineage := newLineage(t, ps[0])
+	ctx := context.Background()
+	if _, err := ps[0].cli.VolumeCreate(ctx, volume.CreateOptions{Name: lineageLockName(lineage, "test"), Labels: map[string]string{
+		LabelManaged: "true", LabelLineage: lineage, LabelLock: "test", labelLockToken: "dead-holder",
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	var holders, most atomic.Int32
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		p.lockStaleAfter = 150 * time.Millisecond
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unlock, err := p.lockLineage(ctx, lineage, "test")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := holders.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(20 * time.Millisecond)
+			holders.Add(-1)
+			unlock()
+		}()
+	}
+	wg.Wait()
+	if most.Load() != 1 {
+		t.Errorf("%d holders at once after a takeover, want 1", most.Load())
+	}
+	// ListManaged spares young locks: look at the volumes themselves.
+	vs, err := ps[0].cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelLineage+"="+lineage))})
+	if err != nil || len(vs.Volumes) != 0 {
+		t.Errorf("volumes left (locks or gates): %d, %v", len(vs.Volumes), err)
 	}
 }

@@ -32,7 +32,9 @@ func newReapCmd(f *Factory, runF func(*ReapOptions) error) *cobra.Command {
 			"by a crash between creating them and recording them, or an old generation\n" +
 			"whose removal failed). Safe while other commands run: it never waits for a\n" +
 			"lock, and skips any sandbox another command is working on; declared sandboxes\n" +
-			"are skipped while a plan or apply holds the state lock.",
+			"are skipped while a plan or apply holds the state lock. It also drops the\n" +
+			"per-test databases (sandboxertest.Database, POST /v1/databases) whose lease\n" +
+			"passed or whose test process on this machine is gone.",
 		Example: "  sandboxer reap\n" +
 			"  sandboxer reap --json | jq '.expired'",
 		Args: rangeArgs(0, 0),

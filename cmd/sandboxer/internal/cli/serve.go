@@ -37,6 +37,9 @@ type ServeOptions struct {
 // mcpPath is where serve offers the MCP server over streamable HTTP.
 const mcpPath = "/mcp"
 
+// mcpSessionTimeout ends an MCP session that made no call for that long.
+const mcpSessionTimeout = 10 * time.Minute
+
 func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	opts := &ServeOptions{f: f}
 	cmd := &cobra.Command{
@@ -123,7 +126,10 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	}
 	agents := mcpserver.New(s.lib, mcpserver.Options{Version: Version, ReleaseOnDisconnect: opts.MCPReleaseOnDisconnect,
 		Logger: logger, Base: f.hard})
-	api.Handle(mcpPath, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return agents.MCP() }, nil))
+	// An idle session ends after mcpSessionTimeout, so an agent that dies
+	// without closing has its instances released too.
+	api.Handle(mcpPath, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return agents.MCP() },
+		&mcp.StreamableHTTPOptions{SessionTimeout: mcpSessionTimeout}))
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
@@ -155,7 +161,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		janitor.Add(1)
 		go func() {
 			defer janitor.Done()
-			runJanitor(f.hard, stopJanitor, opts.ReapInterval, s.reaper(), logger)
+			runJanitor(f.hard, stopJanitor, opts.ReapInterval, s.reaper(), s.lib.ReapDatabases, logger)
 		}()
 	}
 
@@ -168,10 +174,13 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	}
 	logger.Info("shutting down: no new calls; waiting for calls in flight", "timeout", opts.ShutdownTimeout)
 	close(stopJanitor)
+	// MCP event streams stay open until their sessions end.
+	agents.Close()
 	sctx, cancel := context.WithTimeout(f.hard, opts.ShutdownTimeout)
 	defer cancel()
 	err = hs.Shutdown(sctx)
 	janitor.Wait()
+	agents.Wait() // releases of sessions that ended
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -190,7 +199,8 @@ func serveLogger(f *Factory, format string) *slog.Logger {
 // runJanitor reaps every interval until stop closes; a pass in progress
 // finishes first. A damaged record is logged when it is first seen (and
 // again after it was gone), not on every pass.
-func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper, logger *slog.Logger) {
+func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper,
+	reapDatabases func(context.Context) (map[string][]string, error), logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	warned := map[string]bool{}
@@ -212,6 +222,15 @@ func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, 
 		warned = warnDamaged(logger, rep.Damaged, warned)
 		if len(rep.Expired) > 0 || len(rep.Orphans) > 0 {
 			logger.Info("reap", "expired", len(rep.Expired), "orphans", len(rep.Orphans), "skipped", len(rep.Skipped))
+		}
+		if reapDatabases != nil {
+			dropped, err := reapDatabases(ctx)
+			if err != nil {
+				logger.Error("reap databases failed", "error", err.Error())
+			}
+			for host, names := range dropped {
+				logger.Info("reap databases", "host", host, "dropped", len(names))
+			}
 		}
 	}
 }
