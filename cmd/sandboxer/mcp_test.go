@@ -293,3 +293,31 @@ func TestMCPOverServe(t *testing.T) {
 		t.Logf("serve log:\n%s", logs.String())
 	}
 }
+
+// `sandboxer database create|drop` as a CI step would run them.
+func TestDatabaseCLI(t *testing.T) {
+	testenv.RequireDocker(t)
+	dir := t.TempDir()
+	writeConfig(t, dir, mcpConfig)
+	cleanupLineage(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "schema.sql"), []byte("CREATE TABLE t (id int); INSERT INTO t VALUES (7);"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := mustSandboxer(t, dir, "database", "create", "sandbox.agent", "--sql", "schema.sql", "--json")
+	var db api.Sandbox
+	if err := json.Unmarshal([]byte(out), &db); err != nil {
+		t.Fatalf("database create --json: %v\n%s", err, out)
+	}
+	if got := psql(t, db.Env["SANDBOXER_POSTGRES_URL"], "SELECT id FROM t"); got != "7" {
+		t.Errorf("migrated row: %q", got)
+	}
+	name := db.Env["SANDBOXER_POSTGRES_DB"]
+	mustSandboxer(t, dir, "database", "drop", "sandbox.agent", name)
+	if out, err := exec.Command("psql", db.Env["SANDBOXER_POSTGRES_URL"], "-tAc", "SELECT 1").CombinedOutput(); err == nil {
+		t.Errorf("database %s answers after its drop: %s", name, out)
+	}
+	if code, _, stderr := runSandboxer(t, dir, "database", "create", "sandbox.agent", "--sql", "missing.sql"); code != 1 || !strings.Contains(stderr, "missing.sql") {
+		t.Errorf("a missing --sql file: exit %d, %s", code, stderr)
+	}
+	mustSandboxer(t, dir, "release", "sandbox.agent", "--key", "sbx-databases")
+}

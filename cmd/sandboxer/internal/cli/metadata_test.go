@@ -17,7 +17,7 @@ func TestCommandMetadata(t *testing.T) {
 	noJSON := map[string]bool{
 		"sandboxer": true, "sandboxer apply": true, "sandboxer destroy": true, "sandboxer fmt": true,
 		"sandboxer init": true, "sandboxer serve": true, "sandboxer state": true,
-		"sandboxer mcp": true,
+		"sandboxer mcp": true, "sandboxer database": true,
 	}
 	root := NewRootCmd(&Factory{})
 	seen := 0

@@ -119,6 +119,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newReapCmd(f, nil),
 		newServeCmd(f, nil),
 		newMCPCmd(f, nil),
+		newDatabaseCmd(f),
 		newSnapshotCmd(f, nil),
 		newRestoreCmd(f, nil),
 		newResetCmd(f, nil),
