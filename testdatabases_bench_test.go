@@ -3,8 +3,12 @@ package sandboxer_test
 import (
 	"context"
 	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +119,56 @@ func (c *cleanups) run() {
 		c.fns[i]()
 	}
 	c.fns = nil
+}
+
+// BenchmarkDatabaseDensity makes SANDBOXER_DENSITY_N (default 1,000)
+// databases in one host, all alive at once, and reports the time per
+// database, the host container's memory as `docker stats` shows it, and
+// the data directory's size; then drops them all. `make bench` runs it.
+func BenchmarkDatabaseDensity(b *testing.B) {
+	ctx := context.Background()
+	// The data on a volume, not the tests' tmpfs: a thousand databases
+	// are gigabytes of files.
+	dir := b.TempDir()
+	hcl := strings.Replace(databasesFixture, `storage = "tmpfs"`, `storage = "volume"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(hcl), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	sb, _ := openDatabases(nil, b, dir)
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("SANDBOXER_DENSITY_N")); err == nil && v > 0 {
+		n = v
+	}
+	schema := databases.SQL(`CREATE TABLE users (id int PRIMARY KEY, name text)`)
+	for b.Loop() {
+		var names []string
+		start := time.Now()
+		for i := range n {
+			d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: schema})
+			if err != nil {
+				b.Fatalf("database %d of %d: %v", i+1, n, err)
+			}
+			names = append(names, d.Env["SANDBOXER_POSTGRES_DB"])
+		}
+		took := time.Since(start)
+		rec, err := sb.Store().Get(ctx, `sandbox.db["`+sandboxer.DatabaseHostKey+`"]`)
+		if err != nil || rec == nil {
+			b.Fatal(err)
+		}
+		out, err := exec.Command("docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", rec.Resources.Containers["postgres"]).Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		size, _ := exec.Command("docker", "exec", rec.Resources.Containers["postgres"], "du", "-sh", "/var/lib/postgresql/data").Output()
+		b.Logf("%d databases in one host: %.1f ms each; host memory %s; data directory %s", n,
+			float64(took.Milliseconds())/float64(n), strings.TrimSpace(string(out)), strings.Fields(string(size) + " ?")[0])
+		b.ReportMetric(float64(took.Milliseconds())/float64(n), "ms/database")
+		dropStart := time.Now()
+		for _, name := range names {
+			if err := sb.DropDatabase(ctx, "sandbox.db", name); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(time.Since(dropStart).Milliseconds())/float64(n), "ms/drop")
+	}
 }
