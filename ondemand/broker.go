@@ -62,6 +62,12 @@ type Broker struct {
 	// LockTimeout bounds the wait for an instance another command holds
 	// (default DefaultLockTimeout).
 	LockTimeout time.Duration
+	// Rotator binds fresh credentials to a claimed pool member (pool.go);
+	// nil: pools are never claimed, every request provisions cold.
+	Rotator Rotator
+	// OnClaim, when set, hears the block name after each pool claim, so
+	// a keeper can refill (serve).
+	OnClaim func(block string)
 }
 
 // target is a validated on-demand address.
