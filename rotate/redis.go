@@ -15,8 +15,12 @@ import (
 )
 
 // Redis replaces the app user's passwords with pw (sent as its SHA-256,
-// so the clear text never reaches the server), closes the user's open
-// connections, and saves the ACL so a restart keeps the new secret.
+// so the clear text never reaches the server) and closes the user's open
+// connections. The change lives in the server's memory only: sandboxes
+// keep their ACL file read-only (ACL SAVE fails), so a restarted
+// redis-server would take back the member's first secret, which was never
+// handed out, and refuse the claimant's: its probe fails and the next
+// request re-provisions it, as for any dead instance.
 func Redis(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	if c.AdminUser == "" {
 		return fmt.Errorf("the record has no admin user to rotate with")
@@ -46,9 +50,6 @@ func Redis(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	}
 	if err := rdb.Do(ctx, "CLIENT", "KILL", "USER", c.User).Err(); err != nil && !noSuchClient(err) {
 		return fmt.Errorf("CLIENT KILL USER %s: %w", c.User, err)
-	}
-	if err := rdb.Do(ctx, "ACL", "SAVE").Err(); err != nil {
-		return fmt.Errorf("ACL SAVE: %w", err)
 	}
 	return nil
 }
