@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -22,6 +23,13 @@ type Pool struct {
 	TTL       time.Duration
 	DeclRange hcl.Range
 }
+
+// PoolKeyPrefix starts the keys of pool members: sandbox.NAME["~pool-…"].
+// A user's key starts with a letter or digit, so the two never collide.
+const PoolKeyPrefix = "~pool-"
+
+// IsPoolKey reports whether key is a pool member's.
+func IsPoolKey(key string) bool { return strings.HasPrefix(key, PoolKeyPrefix) }
 
 var poolBlockSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{

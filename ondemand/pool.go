@@ -44,7 +44,7 @@ import (
 //   - Filling takes the pool lock (the lock of sandbox.NAME["~pool"]) so
 //     two fillers (serve and a cron `pool fill`) do not overfill; claims
 //     do not take it.
-const poolKeyPrefix = "~pool-"
+const poolKeyPrefix = config.PoolKeyPrefix
 
 // poolLockKey names the lock fillers and drainers of one pool share.
 const poolLockKey = "~pool"
@@ -59,7 +59,7 @@ type Rotator interface {
 }
 
 // IsPoolKey reports whether key is a warm-pool member's.
-func IsPoolKey(key string) bool { return strings.HasPrefix(key, poolKeyPrefix) }
+func IsPoolKey(key string) bool { return config.IsPoolKey(key) }
 
 // PoolStatus is a pool's state (api.PoolStatus).
 type PoolStatus = api.PoolStatus
@@ -94,7 +94,7 @@ func (b *Broker) members(ctx context.Context, name string, withExpired bool) ([]
 	now := b.now()
 	var out []*state.Record
 	for addr, rec := range snap.Records {
-		if strings.HasPrefix(addr, prefix) && rec.OnDemand && (withExpired || !plan.Expired(rec, now)) {
+		if strings.HasPrefix(addr, prefix) && (withExpired || !plan.Expired(rec, now)) {
 			out = append(out, rec)
 		}
 	}
