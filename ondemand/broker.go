@@ -21,6 +21,8 @@ type Store interface {
 	Get(ctx context.Context, addr string) (*state.Record, error)
 	Put(ctx context.Context, rec *state.Record) error
 	Delete(ctx context.Context, addr string) error
+	// Move deletes from and puts rec in one transaction (a pool claim).
+	Move(ctx context.Context, from string, rec *state.Record) error
 	Snapshot(ctx context.Context) (*state.Snapshot, error)
 	Inspect(ctx context.Context) (*state.Snapshot, error)
 	EnsureLineage(ctx context.Context) (string, error)

@@ -36,11 +36,10 @@ import (
 //   - A claim holds the caller's instance lock (taken by Request) and
 //     try-locks the member (timeout 0: a busy member is skipped, never
 //     waited for), so one member goes to one caller. Under both locks it
-//     rotates the member's credentials (Rotator), deletes the member's
-//     record, then records the instance at the caller's address with
-//     LabelAddress set to the member's: a crash between the two leaves
-//     unrecorded resources, which reap sweeps, never a member whose
-//     containers two records claim.
+//     rotates the member's credentials (Rotator), then moves the record
+//     to the caller's address with LabelAddress set to the member's, in
+//     one state transaction (Store.Move): never two records owning one
+//     instance, never an instance owned by none.
 //   - Filling takes the pool lock (the lock of sandbox.NAME["~pool"]) so
 //     two fillers (serve and a cron `pool fill`) do not overfill; claims
 //     do not take it.
@@ -166,11 +165,10 @@ func (b *Broker) claimOne(ctx context.Context, t target, in *config.Instance, ma
 	if in.TTL > 0 {
 		claimed.ExpiresAt = b.now().Add(in.TTL)
 	}
-	if err := b.Store.Delete(ctx, maddr); err != nil {
-		return nil, err
-	}
-	if err := b.Store.Put(ctx, &claimed); err != nil {
-		// Its resources are unrecorded now: reap sweeps them.
+	// One transaction: no reader sees the member and the claimant both
+	// own the instance, or neither (reap would sweep it).
+	if err := b.Store.Move(ctx, maddr, &claimed); err != nil {
+		b.discard(ctx, rec) // its credentials are rotated: nobody could use it
 		return nil, fmt.Errorf("record claimed member at %s: %w", claimed.Address, err)
 	}
 	ma, _ := config.ParseAddress(maddr)
