@@ -25,7 +25,7 @@ func Redis(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	if c.AdminUser == "" {
 		return fmt.Errorf("the record has no admin user to rotate with")
 	}
-	tlsConf, err := clientTLS(c)
+	tlsConf, err := c.ClientTLS(c.Host)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,6 @@ package rotate
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -91,19 +89,6 @@ func NewPassword() (state.Secret, error) {
 		return "", fmt.Errorf("generate password: %w", err)
 	}
 	return state.Secret(base64.RawURLEncoding.EncodeToString(b)), nil
-}
-
-// clientTLS is the TLS configuration for a service with a recorded CA;
-// nil when it speaks plain TCP.
-func clientTLS(c state.Credentials) (*tls.Config, error) {
-	if c.CA == "" {
-		return nil, nil
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(c.CA)) {
-		return nil, errors.New("the recorded CA certificate does not parse")
-	}
-	return &tls.Config{RootCAs: pool, ServerName: c.Host, MinVersion: tls.VersionTLS12}, nil
 }
 
 // scrubbed is an error whose message had secrets removed; the original
