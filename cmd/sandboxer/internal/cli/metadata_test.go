@@ -11,8 +11,8 @@ import (
 // apply and destroy print a plan and progress, not results: their
 // machine-readable form is plan --json / show --json PLANFILE and state
 // list --json. fmt prints file names; init writes a file; serve logs
-// (--log-format json); pool only groups its subcommands; mcp speaks JSON-RPC on stdout; completion prints a
-// script.
+// (--log-format json); pool only groups its subcommands; mcp speaks
+// JSON-RPC on stdout; completion prints a script.
 func TestCommandMetadata(t *testing.T) {
 	noJSON := map[string]bool{
 		"sandboxer": true, "sandboxer apply": true, "sandboxer destroy": true, "sandboxer fmt": true,
