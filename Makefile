@@ -47,6 +47,7 @@ bench: images build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
+	$(GO) run ./scripts/benchpool -bin $(BIN)
 	$(GO) run ./scripts/benchscale -bin $(BIN) -n $(SCALE_N)
 
 # The main job: the quick-start example, applied on this machine.

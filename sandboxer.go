@@ -109,6 +109,7 @@ type Sandboxer struct {
 	prov  *lazyProvider
 	opts  Options
 	dbs   databaseHosts // testdatabases.go
+	pools *poolKeeper   // pools.go
 }
 
 // Open decodes the configuration in dir (every *.sbx.hcl directly in it).
@@ -148,7 +149,7 @@ func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
 		statePath = filepath.Join(dir, statePath)
 	}
 	opts.StatePath = statePath
-	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: state.Open(statePath), opts: opts}
+	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: state.Open(statePath), opts: opts, pools: newPoolKeeper()}
 	var pc *config.Provider
 	if cfg != nil { // nil: only a saved plan's ApplyFile, which brings its own
 		pc = cfg.Provider
@@ -209,7 +210,8 @@ func (s *Sandboxer) Close() error {
 // that serve it (the CLI's serve, package server).
 func (s *Sandboxer) Broker() *ondemand.Broker {
 	return &ondemand.Broker{Config: s.cfg, Catalog: s.cat, Store: s.store, Provider: s.prov, Data: s.mover(),
-		Events: s.opts.Events, Now: s.opts.Now, LockTimeout: s.opts.LockTimeout}
+		Events: s.opts.Events, Now: s.opts.Now, LockTimeout: s.opts.LockTimeout,
+		Rotator: s.rotator(), OnClaim: s.pools.claimed}
 }
 
 // Reaper destroys expired instances and orphaned resources of this state.

@@ -77,8 +77,11 @@ type ExtendBody struct {
 // Sandbox is what a request returns (POST /v1/request, `request --json`):
 // one instance with its credentials in Env.
 type Sandbox struct {
-	Address             string              `json:"address"`
-	Reused              bool                `json:"reused"`
+	Address string `json:"address"`
+	Reused  bool   `json:"reused"`
+	// FromPool: the instance was a warm-pool member, claimed with fresh
+	// credentials (omitted when false).
+	FromPool            bool                `json:"from_pool,omitempty"`
 	Generation          int                 `json:"generation"`
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`
@@ -202,4 +205,19 @@ type DropDatabaseBody struct {
 // DropDatabaseResult answers POST /v1/databases/drop.
 type DropDatabaseResult struct {
 	Dropped bool `json:"dropped"`
+}
+
+// PoolStatus is a warm pool's state: `sandboxer pool status --json`,
+// GET /v1/pools and the library's PoolStatus.
+type PoolStatus struct {
+	// Address is the pooled block, sandbox.NAME.
+	Address string `json:"address"`
+	Size    int    `json:"size"`
+	// Ready counts unclaimed, unexpired members.
+	Ready int `json:"ready"`
+	// Members are their addresses, sorted.
+	Members []string `json:"members"`
+	// Filled and Drained count members made or removed by this call.
+	Filled  int `json:"filled,omitempty"`
+	Drained int `json:"drained,omitempty"`
 }

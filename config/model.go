@@ -101,7 +101,9 @@ type Sandbox struct {
 	// TTL is the lifetime of the block's instances, 0 for never. With
 	// for_each the TTL may depend on each.key; when instances differ it is
 	// 0 here and only Instance.TTL is exact.
-	TTL       time.Duration
+	TTL time.Duration
+	// Pool is the block's warm pool (pool.go); nil when it has none.
+	Pool      *Pool
 	DeclRange hcl.Range
 }
 

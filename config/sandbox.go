@@ -25,6 +25,7 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "seed_snapshot"},
 		{Name: "carry_data"},
 	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "pool"}}, // pool.go
 }
 
 // decodeSandboxes decodes every sandbox block into Config.Sandboxes and
@@ -127,6 +128,9 @@ func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Di
 		}
 	}
 	sb.TTL = commonTTL(insts)
+	pool, more := l.decodePool(sb, content.Blocks)
+	sb.Pool = pool
+	diags = append(diags, more...)
 	return sb, insts, diags
 }
 

@@ -7,16 +7,18 @@ type Type string
 
 // The transitions an on-demand sandbox goes through.
 const (
-	Provisioned Type = "provisioned" // a new instance (first request, or a dead one healed)
-	Reused      Type = "reused"      // a cache hit, probed alive
-	Replaced    Type = "replaced"    // re-provisioned with a superset, credentials rotated
-	Released    Type = "released"    // given back by its user
-	Extended    Type = "extended"    // its TTL pushed out
-	Expired     Type = "expired"     // destroyed by reap after its TTL ran out
-	Reaped      Type = "reaped"      // orphaned resources removed by reap
-	Failed      Type = "failed"      // a request, release or reap step failed
-	Snapshotted Type = "snapshotted" // its data saved as a snapshot (Reason: the name)
-	Restored    Type = "restored"    // its data replaced from a snapshot (Reason: the name, or "reset NAME")
+	Provisioned Type = "provisioned"  // a new instance (first request, or a dead one healed)
+	Reused      Type = "reused"       // a cache hit, probed alive
+	Replaced    Type = "replaced"     // re-provisioned with a superset, credentials rotated
+	Released    Type = "released"     // given back by its user
+	Extended    Type = "extended"     // its TTL pushed out
+	Expired     Type = "expired"      // destroyed by reap after its TTL ran out
+	Reaped      Type = "reaped"       // orphaned resources removed by reap
+	Failed      Type = "failed"       // a request, release or reap step failed
+	Snapshotted Type = "snapshotted"  // its data saved as a snapshot (Reason: the name)
+	Restored    Type = "restored"     // its data replaced from a snapshot (Reason: the name, or "reset NAME")
+	PoolClaimed Type = "pool_claimed" // a warm-pool member handed to a request (Address: the caller's; Reason: the member's key)
+	PoolFilled  Type = "pool_filled"  // a warm-pool member made ready (Address: the member's; Reason: "ready N/SIZE")
 )
 
 // Event is one transition. It never holds credentials.

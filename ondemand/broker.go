@@ -21,6 +21,8 @@ type Store interface {
 	Get(ctx context.Context, addr string) (*state.Record, error)
 	Put(ctx context.Context, rec *state.Record) error
 	Delete(ctx context.Context, addr string) error
+	// Move deletes from and puts rec in one transaction (a pool claim).
+	Move(ctx context.Context, from string, rec *state.Record) error
 	Snapshot(ctx context.Context) (*state.Snapshot, error)
 	Inspect(ctx context.Context) (*state.Snapshot, error)
 	EnsureLineage(ctx context.Context) (string, error)
@@ -62,6 +64,12 @@ type Broker struct {
 	// LockTimeout bounds the wait for an instance another command holds
 	// (default DefaultLockTimeout).
 	LockTimeout time.Duration
+	// Rotator binds fresh credentials to a claimed pool member (pool.go);
+	// nil: pools are never claimed, every request provisions cold.
+	Rotator Rotator
+	// OnClaim, when set, hears the block name after each pool claim, so
+	// a keeper can refill (serve).
+	OnClaim func(block string)
 }
 
 // target is a validated on-demand address.

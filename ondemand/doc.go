@@ -23,6 +23,13 @@
 //     is about to change and skips busy ones, so it is safe at any time.
 //     See reap.go.
 //
+// Warm pools (pool.go): a block's pool members are ordinary instances at
+// reserved keys (sandbox.NAME["~pool-…"]); a first request the cache rule
+// lets a member cover claims it under both instance locks, with fresh
+// credentials from the Rotator, and the record moves to the caller's
+// address (LabelAddress keeps the member's, which its engine labels
+// carry). Reap never calls a resource some record names an orphan.
+//
 // What this package must never do: print (the CLI and server render its
 // results), put credentials into errors or events, or hold a bbolt
 // transaction across a provider call (state.Store's calls are each one

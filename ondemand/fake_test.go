@@ -69,7 +69,7 @@ func (f *fakeProvider) Create(ctx context.Context, req apply.CreateRequest) (*ap
 func (f *fakeProvider) Probe(ctx context.Context, rec *state.Record) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	key := fmt.Sprintf("%s#%d", rec.Address, rec.Generation)
+	key := fmt.Sprintf("%s#%d", rec.ResourceAddress(), rec.Generation)
 	f.calls = append(f.calls, "probe "+key)
 	if f.dead[key] || !f.live[key] {
 		return fmt.Errorf("probe %s: %w", key, apply.ErrNotFound)
@@ -80,7 +80,7 @@ func (f *fakeProvider) Probe(ctx context.Context, rec *state.Record) error {
 func (f *fakeProvider) Delete(ctx context.Context, rec *state.Record) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	key := fmt.Sprintf("%s#%d", rec.Address, rec.Generation)
+	key := fmt.Sprintf("%s#%d", rec.ResourceAddress(), rec.Generation)
 	f.calls = append(f.calls, "delete "+key)
 	delete(f.live, key)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -34,6 +35,9 @@ type Inventory = apply.Inventory
 //     record owns: no record at its address, or a generation other than
 //     the record's (a kill -9 between creating containers and recording
 //     them; an old generation whose removal failed).
+//   - A resource whose engine id some record's Resources name is never an
+//     orphan, whatever address its labels carry: a claimed warm-pool
+//     member keeps the labels of its pool address (see pool.go).
 //   - A record that cannot be read (invalid JSON, a newer schema) is
 //     reported in ReapReport.Damaged and left alone, with the resources
 //     labelled with its address: its ttl and generation are unknown. The
@@ -119,9 +123,13 @@ func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("list labelled resources: %w", err)
 		}
+		referenced := referencedIDs(snap.Records)
 		for _, m := range res {
 			if _, damaged := snap.Damaged[m.Address]; damaged {
 				continue // its record may well own it: not an orphan
+			}
+			if referenced[m.ID] {
+				continue // a claimed pool member's: its labels name the pool address
 			}
 			if rec := snap.Records[m.Address]; rec == nil || rec.Generation != m.Generation {
 				w := get(m.Address)
@@ -213,6 +221,18 @@ func (r *Reaper) reapOne(ctx context.Context, addr string, candidates []Resource
 	if len(orphans) == 0 {
 		return nil
 	}
+	// A pool claim may have moved the record that owns them between the
+	// listing and this lock (it records the claimant before it lets go of
+	// the member's lock, which this pass now holds): look again.
+	snap, err := r.Store.Inspect(ctx)
+	if err != nil {
+		return err
+	}
+	referenced := referencedIDs(snap.Records)
+	orphans = slices.DeleteFunc(orphans, func(m Resource) bool { return referenced[m.ID] })
+	if len(orphans) == 0 {
+		return nil
+	}
 	if err := r.Inventory.DeleteManaged(ctx, orphans); err != nil {
 		r.emit(events.Failed, addr, 0, err.Error())
 		return fmt.Errorf("remove orphans of %s: %w", addr, err)
@@ -226,6 +246,27 @@ func (r *Reaper) reapOne(ctx context.Context, addr string, candidates []Resource
 		}
 	}
 	return nil
+}
+
+// referencedIDs are the engine ids some record's Resources name. A
+// resource a record names is owned whatever its labels say: a claimed
+// warm-pool member's containers keep the labels of the pool address they
+// were made at (engine labels cannot change), while its record moved to
+// the claimant's address.
+func referencedIDs(recs map[string]*state.Record) map[string]bool {
+	out := map[string]bool{}
+	for _, rec := range recs {
+		if id := rec.Resources.Network; id != "" {
+			out[id] = true
+		}
+		for _, id := range rec.Resources.Containers {
+			out[id] = true
+		}
+		for _, v := range rec.Resources.Volumes {
+			out[v] = true
+		}
+	}
+	return out
 }
 
 // onDemand reports whether addr belongs to the on-demand path: its record

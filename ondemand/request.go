@@ -69,6 +69,11 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec == nil {
+		if res, ok := b.claim(ctx, t, in, prefix); ok {
+			return res, nil
+		}
+	}
 	opts := plan.Options{Now: b.now(), CarryData: req.CarryData}
 	ch := plan.Decide(in, rec, nil, opts)
 	if ch.Action == plan.NoOp {

@@ -88,6 +88,9 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 	sort.Slice(p.Changes, func(i, j int) bool {
 		return p.Changes[i].Addr.String() < p.Changes[j].Addr.String()
 	})
+	if !opts.Destroy {
+		p.Pools = pools(cfg, snap, opts.Now)
+	}
 	if cfg.Provider != nil {
 		if err := ChooseImages(p.Changes, cfg.Provider); err != nil {
 			return nil, err

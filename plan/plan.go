@@ -130,6 +130,9 @@ type Plan struct {
 	Serial  uint64
 	Destroy bool
 	Changes []*Change
+	// Pools are the configuration's warm pools with their ready members
+	// (pools.go); empty when it declares none.
+	Pools []PoolSummary
 }
 
 // Summary counts changes by kind.

@@ -68,6 +68,9 @@ func decodeCurrent(data []byte, names *interner) (rec *Record, ok bool) {
 		case "seed_digest":
 			fields.once(r, 13)
 			rec.SeedDigest = r.str()
+		case "label_address":
+			fields.once(r, 15)
+			rec.LabelAddress = r.str()
 		default:
 			r.fail()
 		}

@@ -31,7 +31,7 @@ func fullRecord() *Record {
 		Resources:  Resources{Network: "net", Containers: map[string]string{"postgres": "c1"}, Volumes: []string{"v1"}},
 		CreatedAt:  at,
 		ExpiresAt:  at.Add(time.Hour),
-		Generation: -3, SeedDigest: "sha256:ab",
+		Generation: -3, SeedDigest: "sha256:ab", LabelAddress: `sandbox.app["~pool-1"]`,
 	}
 }
 

@@ -41,6 +41,20 @@ type Record struct {
 	// and/or a snapshot, see config.Seed); empty when none. Added in
 	// schema version 2.
 	SeedDigest string `json:"seed_digest,omitempty"`
+	// LabelAddress is the address the instance's engine resources are
+	// labelled with when that is not Address: a warm-pool member claimed
+	// by a request moves to the caller's address, and engine labels
+	// cannot change. Empty means Address. See ResourceAddress.
+	LabelAddress string `json:"label_address,omitempty"`
+}
+
+// ResourceAddress is the address the record's engine resources carry in
+// their labels: LabelAddress when set, else Address.
+func (r *Record) ResourceAddress() string {
+	if r.LabelAddress != "" {
+		return r.LabelAddress
+	}
+	return r.Address
 }
 
 // Credentials are what a client needs to reach one service.

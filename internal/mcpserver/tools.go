@@ -99,7 +99,7 @@ func (s *Server) request(ctx context.Context, req *mcp.CallToolRequest, in reque
 		return nil, nil, toolError(err)
 	}
 	s.noteRequested(req.Session, sbx.Address)
-	s.opts.Logger.Info("tool", "tool", "request_sandbox", "address", sbx.Address, "generation", sbx.Generation, "reused", sbx.Reused)
+	s.opts.Logger.Info("tool", "tool", "request_sandbox", "address", sbx.Address, "generation", sbx.Generation, "reused", sbx.Reused, "from_pool", sbx.FromPool)
 	return nil, sbx, nil
 }
 

@@ -13,7 +13,9 @@ type JSONPlan struct {
 	SandboxerVersion string       `json:"sandboxer_version"`
 	ResourceChanges  []JSONChange `json:"resource_changes"`
 	Summary          plan.Summary `json:"summary"`
-	Errored          bool         `json:"errored"`
+	// Pools are the warm pools (omitted when there are none).
+	Pools   []plan.PoolSummary `json:"pools,omitempty"`
+	Errored bool               `json:"errored"`
 }
 
 // JSONChange is one entry of resource_changes.
@@ -39,7 +41,7 @@ type JSONChangeSet struct {
 // NewJSONPlan converts a plan to its JSON form.
 func NewJSONPlan(p *plan.Plan, version string) JSONPlan {
 	out := JSONPlan{FormatVersion: "1.0", SandboxerVersion: version,
-		ResourceChanges: []JSONChange{}, Summary: p.Summary()}
+		ResourceChanges: []JSONChange{}, Summary: p.Summary(), Pools: p.Pools}
 	for _, ch := range p.Changes {
 		reason := ch.Reason
 		if reason == plan.ReasonNone {

@@ -14,7 +14,7 @@ import (
 // PlanText renders a plan the way SPEC §5 shows it: one entry per instance
 // with its action and why, then a summary line.
 func PlanText(out io.Writer, p *plan.Plan, c Colorizer) {
-	if len(p.Changes) == 0 {
+	if len(p.Changes) == 0 && len(p.Pools) == 0 {
 		fmt.Fprintln(out, "No sandboxes are declared or recorded: nothing to do.")
 		return
 	}
@@ -29,7 +29,19 @@ func PlanText(out io.Writer, p *plan.Plan, c Colorizer) {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, ps := range p.Pools {
+		fmt.Fprintf(w, "  %s\n\n", c.Bold(PoolLine(ps)))
+	}
 	fmt.Fprintln(w, c.Bold(SummaryLine(p.Summary())))
+}
+
+// PoolLine is a warm pool's line in a plan.
+func PoolLine(ps plan.PoolSummary) string {
+	line := fmt.Sprintf("# %s keeps a warm pool: %d of %d members ready", ps.Address, ps.Ready, ps.Size)
+	if ps.Ready < ps.Size {
+		line += " (serve or sandboxer pool fill tops it up)"
+	}
+	return line
 }
 
 // SummaryLine is the closing "Plan: …" line.

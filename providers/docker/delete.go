@@ -48,7 +48,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 		if ci.Config != nil {
 			labels = ci.Config.Labels
 		}
-		if err := owned(labels, rec.Address); err != nil {
+		if err := owned(labels, rec.ResourceAddress()); err != nil {
 			errs = append(errs, fmt.Errorf("%s container %s: %w", svc, trimSlash(ci.Name), err))
 			continue
 		}
@@ -66,8 +66,8 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 		case n.Labels[LabelManaged] == "true" && n.Labels[LabelNetwork] != "":
 			// The lineage's shared network: removed below once unused.
 			note(n.Labels)
-		case owned(n.Labels, rec.Address) != nil:
-			errs = append(errs, fmt.Errorf("network %s: %w", n.Name, owned(n.Labels, rec.Address)))
+		case owned(n.Labels, rec.ResourceAddress()) != nil:
+			errs = append(errs, fmt.Errorf("network %s: %w", n.Name, owned(n.Labels, rec.ResourceAddress())))
 		default:
 			note(n.Labels)
 			if err := p.removeNetwork(ctx, id); err != nil {
@@ -81,8 +81,8 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 		case cerrdefs.IsNotFound(err):
 		case err != nil:
 			errs = append(errs, p.engineErr("inspect volume "+name, err))
-		case owned(v.Labels, rec.Address) != nil:
-			errs = append(errs, fmt.Errorf("volume %s: %w", name, owned(v.Labels, rec.Address)))
+		case owned(v.Labels, rec.ResourceAddress()) != nil:
+			errs = append(errs, fmt.Errorf("volume %s: %w", name, owned(v.Labels, rec.ResourceAddress())))
 		default:
 			note(v.Labels)
 			if err := p.DeleteManaged(ctx, []Managed{{Kind: KindVolume, ID: name, Name: name}}); err != nil {
@@ -91,7 +91,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 		}
 	}
 	if lineage != "" {
-		if err := p.sweep(ctx, rec.Address, lineage, rec.Generation); err != nil {
+		if err := p.sweep(ctx, rec.ResourceAddress(), lineage, rec.Generation); err != nil {
 			errs = append(errs, fmt.Errorf("sweep labelled leftovers: %w", err))
 		}
 		if err := p.removeNetworkIfUnused(ctx, lineage); err != nil {

@@ -11,13 +11,13 @@ import (
 // apply and destroy print a plan and progress, not results: their
 // machine-readable form is plan --json / show --json PLANFILE and state
 // list --json. fmt prints file names; init writes a file; serve logs
-// (--log-format json); mcp speaks JSON-RPC on stdout; completion prints a
-// script.
+// (--log-format json); pool only groups its subcommands; mcp speaks
+// JSON-RPC on stdout; completion prints a script.
 func TestCommandMetadata(t *testing.T) {
 	noJSON := map[string]bool{
 		"sandboxer": true, "sandboxer apply": true, "sandboxer destroy": true, "sandboxer fmt": true,
 		"sandboxer init": true, "sandboxer serve": true, "sandboxer state": true,
-		"sandboxer mcp": true, "sandboxer database": true,
+		"sandboxer mcp": true, "sandboxer database": true, "sandboxer pool": true,
 	}
 	root := NewRootCmd(&Factory{})
 	seen := 0

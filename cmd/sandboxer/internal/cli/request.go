@@ -81,8 +81,11 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 		return unprovidable(f, err, s.cfg)
 	}
 	how := "provisioned"
-	if sbx.Reused {
+	switch {
+	case sbx.Reused:
 		how = "reused"
+	case sbx.FromPool:
+		how = "claimed from the warm pool"
 	}
 	var expiresAt time.Time
 	if sbx.ExpiresAt != nil {

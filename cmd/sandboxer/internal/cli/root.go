@@ -123,6 +123,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newSnapshotCmd(f, nil),
 		newRestoreCmd(f, nil),
 		newResetCmd(f, nil),
+		newPoolCmd(f),
 	)
 	completeAddressFlags(f, root)
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
@@ -136,7 +137,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 func readOnlyCommand(path string) bool {
 	switch strings.TrimPrefix(path, "sandboxer ") {
 	case "validate", "fmt", "plan", "show", "env", "output", "version",
-		"state list", "state show", "snapshot list":
+		"state list", "state show", "snapshot list", "pool status":
 		return true
 	}
 	return false

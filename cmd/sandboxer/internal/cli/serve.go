@@ -165,9 +165,22 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		}()
 	}
 
+	// Warm pools are kept full from the start and refilled after each
+	// claim; the first signal stops the keeper with the janitor.
+	poolCtx, stopPools := context.WithCancel(f.hard)
+	defer stopPools()
+	janitor.Add(1)
+	go func() {
+		defer janitor.Done()
+		s.lib.KeepPoolsFull(poolCtx, func(addr string, err error) {
+			logger.Error("pool fill failed", "pool", addr, "error", err.Error())
+		})
+	}()
+
 	select {
 	case err := <-served:
 		close(stopJanitor)
+		stopPools()
 		janitor.Wait()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
@@ -176,6 +189,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	close(stopJanitor)
 	// MCP event streams stay open until their sessions end.
 	agents.Close()
+	stopPools()
 	sctx, cancel := context.WithTimeout(f.hard, opts.ShutdownTimeout)
 	defer cancel()
 	err = hs.Shutdown(sctx)

@@ -1,0 +1,44 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Move removes the record at from and stores rec (at rec.Address) in one
+// transaction: a warm-pool claim hands a member's instance to its
+// claimant, and no reader may ever see both records (two owners of one
+// instance) or, after a crash, either half alone. The state must exist.
+func (s *Store) Move(ctx context.Context, from string, rec *Record) error {
+	if rec == nil || rec.Address == "" || from == "" {
+		return errors.New("move in state: empty address")
+	}
+	if from == rec.Address {
+		return s.Put(ctx, rec)
+	}
+	data, err := encodeRecord(rec)
+	if err != nil {
+		return fmt.Errorf("move %s to %s in state: encode: %w", from, rec.Address, err)
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err = update(ctx, s.path, func(tx *bolt.Tx) error {
+		if err := s.apply(tx, from, nil); err != nil && !errors.Is(err, errNoChange) {
+			return err
+		}
+		if err := s.apply(tx, rec.Address, data); err != nil && !errors.Is(err, errNoChange) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("move %s to %s in state: %w", from, rec.Address, err)
+	}
+	return nil
+}
