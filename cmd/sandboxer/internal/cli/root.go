@@ -44,6 +44,8 @@ func Main() int {
 		<-sigs
 		cancel()
 	}()
+	stop := startProfile(f)
+	defer stop()
 	return Run(ctx, f, os.Args[1:])
 }
 
