@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -79,9 +78,10 @@ func LoadSourcesContext(ctx context.Context, dir string, sources map[string][]by
 	l := &loader{cfg: cfg, cat: cat, in: in, ev: newEvaluator(ctx, cfg), unknownServices: map[string]bool{}}
 	var diags hcl.Diagnostics
 	var blocks hcl.Blocks
-	for _, name := range names {
-		f, d := hclsyntax.ParseConfig(sources[name], name, hcl.InitialPos)
-		diags = append(diags, d...)
+	files, fileDiags := parseFiles(names, sources)
+	for i, name := range names {
+		f := files[i]
+		diags = append(diags, fileDiags[i]...)
 		if f == nil {
 			continue
 		}
