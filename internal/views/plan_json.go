@@ -1,7 +1,6 @@
 package views
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/sandboxer/sandboxer/plan"
@@ -73,9 +72,9 @@ func actions(a plan.Action) []string {
 	return []string{"no-op"}
 }
 
-// PlanJSON writes the plan as one JSON object followed by a newline.
+// PlanJSON writes the plan as one JSON object followed by a newline: what
+// a json.Encoder indented by two spaces writes for NewJSONPlan(p, version),
+// written directly (plan_json_write.go).
 func PlanJSON(w io.Writer, p *plan.Plan, version string) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(NewJSONPlan(p, version))
+	return writePlanJSON(w, p, version)
 }
