@@ -23,6 +23,39 @@ import (
 func BenchmarkPlan1000(b *testing.B) {
 	b.Run("blocks", func(b *testing.B) { benchPlan1000(b, blocksConfig(), blockAddr) })
 	b.Run("for_each", func(b *testing.B) { benchPlan1000(b, forEachConfig(), forEachAddr) })
+	b.Run("empty_state_json", benchPlanEmptyJSON)
+}
+
+// benchPlanEmptyJSON is, in process, what scripts/benchplan times as a
+// whole process: `plan --refresh=false --json` of the 1,000 blocks with
+// no state file, so every sandbox is created.
+func benchPlanEmptyJSON(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(blocksConfig()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f := &Factory{
+		IO:      IOStreams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard},
+		Now:     time.Now,
+		Catalog: config.DefaultCatalog(),
+	}
+	args := []string{"--chdir", dir, "plan", "--refresh=false", "--json"}
+	var out, errOut bytes.Buffer
+	f.IO.Out, f.IO.Err = &out, &errOut
+	if code := Run(context.Background(), f, args); code != 0 {
+		b.Fatalf("plan exited %d: %s", code, errOut.String())
+	}
+	if want := `"create": 1000,`; !strings.Contains(out.String(), want) {
+		b.Fatalf("plan --json does not say %s:\n%s", want, out.String()[max(0, out.Len()-300):])
+	}
+	f.IO.Out = io.Discard
+	b.ReportAllocs()
+	for b.Loop() {
+		errOut.Reset()
+		if code := Run(context.Background(), f, args); code != 0 {
+			b.Fatalf("plan exited %d: %s", code, errOut.String())
+		}
+	}
 }
 
 func projectsConfig() string {
