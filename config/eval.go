@@ -72,6 +72,17 @@ func outputScope(sandbox cty.Value) scope {
 // references are not evaluated: the reference diagnostic says it better
 // than hcl's "Unsupported attribute" would.
 func (e *evaluator) eval(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnostics) {
+	if isLiteral(expr) {
+		// Nothing to check: what checkRefs and valueWithin would do,
+		// less their walks (literal.go).
+		var diags hcl.Diagnostics
+		v, more := expr.Value(e.evalCtx(sc, expr))
+		diags = append(diags, more...)
+		if more.HasErrors() {
+			return cty.DynamicVal, diags
+		}
+		return v, diags
+	}
 	diags := e.checkRefs(expr, sc)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
