@@ -32,7 +32,8 @@ var sandboxBlockSchema = &hcl.BodySchema{
 // expands them into Config.Instances, sorted by address.
 func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	for _, b := range blocks {
+	pre := l.predecodeSandboxes(blocks)
+	for i, b := range blocks {
 		if l.ev.ctx.Err() != nil {
 			break
 		}
@@ -45,7 +46,14 @@ func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
 			diags = append(diags, duplicateDiag("sandbox", name, prev.DeclRange, b.DefRange))
 			continue
 		}
-		sb, insts, more := l.decodeSandboxBlock(b)
+		var sb *Sandbox
+		var insts []*Instance
+		var more hcl.Diagnostics
+		if pre != nil && pre[i] != nil {
+			sb, insts, more = pre[i].sb, pre[i].insts, pre[i].diags
+		} else {
+			sb, insts, more = l.decodeSandboxBlock(b)
+		}
 		diags = append(diags, more...)
 		l.cfg.Sandboxes[name] = sb
 		l.cfg.Instances = append(l.cfg.Instances, insts...)
