@@ -38,6 +38,18 @@ func (f FeatureSet) Union(o FeatureSet) FeatureSet {
 	return out
 }
 
+// UnionOnly is f.Union(o).Only(services), without the intermediate set.
+func (f FeatureSet) UnionOnly(o FeatureSet, services []string) FeatureSet {
+	out := make(FeatureSet, len(services))
+	for _, svc := range services {
+		feats := make([]string, 0, len(f[svc])+len(o[svc]))
+		feats = append(append(feats, f[svc]...), o[svc]...)
+		sort.Strings(feats)
+		out[svc] = slices.Compact(feats)
+	}
+	return out
+}
+
 // Only returns the subset of f for the given services; services missing
 // from f appear bare.
 func (f FeatureSet) Only(services []string) FeatureSet {

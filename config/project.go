@@ -140,7 +140,12 @@ func (l *loader) featureSet(v cty.Value, expr hcl.Expression, p *Project, owner 
 			fs[it.Key] = append(fs[it.Key], f.Value)
 		}
 	}
-	return fs.Normalize(), diags
+	// Normalize in place: the lists are this function's own.
+	for svc, feats := range fs {
+		slices.Sort(feats)
+		fs[svc] = slices.Compact(feats)
+	}
+	return fs, diags
 }
 
 // optedSet describes a project's opted-in services for messages.

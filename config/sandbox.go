@@ -253,7 +253,7 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 	if p == nil {
 		return nil, diags
 	}
-	provision := p.Extensions.Union(override).Only(p.Services)
+	provision := p.Extensions.UnionOnly(override, p.Services)
 	services := SortedUnique(requested)
 	return &Instance{
 		Addr:      addr,

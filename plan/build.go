@@ -85,9 +85,7 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 			}
 		}
 	}
-	sort.Slice(p.Changes, func(i, j int) bool {
-		return p.Changes[i].Addr.String() < p.Changes[j].Addr.String()
-	})
+	sortChanges(p.Changes)
 	if !opts.Destroy {
 		p.Pools = pools(cfg, snap, opts.Now)
 	}
@@ -97,6 +95,23 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 		}
 	}
 	return p, nil
+}
+
+// sortChanges sorts by address, rendering each address once rather than
+// twice per comparison (n log n strings for 1,000 changes).
+func sortChanges(cs []*Change) {
+	type keyed struct {
+		key string
+		c   *Change
+	}
+	ks := make([]keyed, len(cs))
+	for i, c := range cs {
+		ks[i] = keyed{c.Addr.String(), c}
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].key < ks[j].key })
+	for i, k := range ks {
+		cs[i] = k.c
+	}
 }
 
 // Decide applies the cache rule (SPEC §3) to one instance. Build calls it
