@@ -9,6 +9,15 @@
 // built-in Catalog is the security boundary: every service and feature a
 // configuration names is checked against it here, at the model boundary.
 //
+// Large configurations load on every core, but never differently from a
+// load on one: each file is parsed in pieces that must join into exactly
+// the body hcl's whole-file parse gives, else the file is parsed whole
+// (parse.go); and only sandbox blocks whose decoding touches nothing
+// shared (literal arguments) are decoded concurrently, their results then
+// taken in block order (sandbox_parallel.go). The evaluation limits
+// (limits.go, loopwork.go) apply to every expression that can loop or call
+// a function; literals, which can do neither, skip the walks (literal.go).
+//
 // Problems are reported as hcl.Diagnostics with source ranges and are never
 // turned into strings in this package; the CLI renders them. Load always
 // returns a non-nil *Config whose Dir, Sources and Files are populated, so
