@@ -31,7 +31,7 @@ type decodedSandbox struct {
 // makes them. nil when there are too few such blocks.
 func (l *loader) predecodeSandboxes(blocks hcl.Blocks) []*decodedSandbox {
 	workers := runtime.GOMAXPROCS(0)
-	if workers < 2 || len(blocks) < minParallelBlocks {
+	if !l.ev.settled || workers < 2 || len(blocks) < minParallelBlocks {
 		return nil
 	}
 	var eligible []int
