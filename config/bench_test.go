@@ -86,6 +86,19 @@ func BenchmarkParse1000(b *testing.B) {
 	}
 }
 
+// BenchmarkParseFiles1000 is what Load does instead: the same file in
+// pieces of about 1 KB, on every core (parse.go).
+func BenchmarkParseFiles1000(b *testing.B) {
+	sources := map[string][]byte{"main.sbx.hcl": manySandboxes(1000)}
+	names := []string{"main.sbx.hcl"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, diags := parseFiles(names, sources); diags[0].HasErrors() {
+			b.Fatal(diags)
+		}
+	}
+}
+
 // forEachSet is one sandbox block with for_each = toset([...]) over n
 // literal keys: the shape of issue 8's quadratic report.
 func forEachSet(n int) []byte {
