@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,9 +45,11 @@ func TestPlanJSONMatchesEncodingJSON(t *testing.T) {
 				After: &plan.Sandbox{Services: []string{"postgres", "redis"}, Features: config.FeatureSet{"postgres": {"vector"}, "redis": {}}}},
 			{Addr: config.Address{Name: "m", Key: "k\"<é>\u2028\x01", HasKey: true}, Action: plan.CreateThenDelete, Reason: plan.ReasonFeatureSuperset, CarryData: true,
 				Before: &plan.Sandbox{Services: []string{}, Features: config.FeatureSet{}},
-				After:  &plan.Sandbox{Services: nil, Features: nil, Networks: []string{"n1", "n&2"}, Exposure: exposure}},
+				After: &plan.Sandbox{Services: nil, Features: nil, Networks: []string{"n1", "n&2"}, Exposure: exposure,
+					Images: map[string]string{"redis": "redis:8", "postgres": "pgvector/pgvector:pg17", "<x>": "a\"b"}}},
 			{Addr: config.Address{Name: "d"}, Project: "p", Action: plan.Delete, Reason: plan.ReasonNone,
-				Before: &plan.Sandbox{Services: []string{"redis"}, Features: config.FeatureSet{"redis": nil, "b": {"x"}, "a": {"y", "z"}}, Exposure: &config.Publish{}}},
+				Before: &plan.Sandbox{Services: []string{"redis"}, Features: config.FeatureSet{"redis": nil, "b": {"x"}, "a": {"y", "z"}}, Exposure: &config.Publish{},
+					Images: map[string]string{}}},
 			{Addr: config.Address{Name: "r"}, Project: "p\\q", Action: plan.NoOp, Reason: plan.ReasonCachedSuperset,
 				Before: &plan.Sandbox{Services: []string{"postgres"}, Networks: []string{}},
 				After:  &plan.Sandbox{Services: []string{"postgres"}, Features: config.FeatureSet{"postgres": {"pg_trgm", "vector"}}}},
@@ -94,6 +97,12 @@ func TestPlanJSONRandom(t *testing.T) {
 		if r.IntN(5) == 0 {
 			sb.Exposure = &config.Publish{Address: word(), AdvertiseHost: word(), TLS: r.IntN(2) == 0}
 		}
+		switch r.IntN(3) {
+		case 0:
+			sb.Images = map[string]string{}
+		case 1:
+			sb.Images = map[string]string{word(): word(), word(): word()}
+		}
 		return sb
 	}
 	for i := range 300 {
@@ -120,5 +129,28 @@ func TestPlanJSONWriteError(t *testing.T) {
 	p := &plan.Plan{Changes: []*plan.Change{{Addr: config.Address{Name: "a"}, Action: plan.Create, Reason: plan.ReasonNew}}}
 	if err := PlanJSON(failingWriter{}, p, "0.1.0"); err == nil {
 		t.Fatal("PlanJSON to a failing writer returned no error")
+	}
+}
+
+// TestPlanJSONKnowsEveryField fails when a field is added to what the JSON
+// plan encodes: plan_json_write.go writes each field by hand and must
+// learn the new one (then add it to the cases above and here).
+func TestPlanJSONKnowsEveryField(t *testing.T) {
+	known := map[string][]string{
+		"JSONPlan":      {"FormatVersion", "SandboxerVersion", "ResourceChanges", "Summary", "Errored"},
+		"JSONChange":    {"Address", "Type", "Name", "Index", "Project", "Change", "ActionReason", "DataCarried"},
+		"JSONChangeSet": {"Actions", "Before", "After"},
+		"Sandbox":       {"Services", "Features", "Networks", "Exposure", "Images"},
+		"Summary":       {"Create", "Replace", "Delete", "Reuse"},
+	}
+	for _, v := range []any{JSONPlan{}, JSONChange{}, JSONChangeSet{}, plan.Sandbox{}, plan.Summary{}} {
+		ty := reflect.TypeOf(v)
+		var fields []string
+		for i := range ty.NumField() {
+			fields = append(fields, ty.Field(i).Name)
+		}
+		if diff := cmp.Diff(known[ty.Name()], fields); diff != "" {
+			t.Errorf("%s has other fields than plan_json_write.go writes (-known +now):\n%s", ty.Name(), diff)
+		}
 	}
 }

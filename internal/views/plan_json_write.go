@@ -155,7 +155,32 @@ func (j *jsonWriter) sandbox(sb *plan.Sandbox) {
 		j.raw("," + in + "\"exposure\": ")
 		j.marshal(sb.Exposure, in[1:])
 	}
+	if len(sb.Images) > 0 {
+		j.raw("," + in + "\"images\": ")
+		j.stringMap(sb.Images, in)
+	}
 	j.raw("\n        }")
+}
+
+// stringMap writes a map of strings, keys sorted as encoding/json sorts
+// them, whose opening brace is on a line indented by in.
+func (j *jsonWriter) stringMap(m map[string]string, in string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	j.raw("{")
+	for i, k := range keys {
+		if i > 0 {
+			j.raw(",")
+		}
+		j.raw(in + "  ")
+		j.str(k)
+		j.raw(": ")
+		j.str(m[k])
+	}
+	j.raw(in + "}")
 }
 
 // strings writes a list whose opening bracket is on a line indented by
