@@ -39,7 +39,9 @@ func written(t *testing.T, p *plan.Plan) string {
 func TestPlanJSONMatchesEncodingJSON(t *testing.T) {
 	exposure := &config.Publish{Address: "0.0.0.0", AdvertiseHost: "db.example <&>", TLS: true}
 	cases := map[string]*plan.Plan{
-		"empty": {},
+		"empty":    {},
+		"pools":    {Pools: []plan.PoolSummary{{Address: "sandbox.agent", Size: 4, Ready: 2}, {Address: "sandbox.<b>", Size: 1}}},
+		"no pools": {Pools: []plan.PoolSummary{}},
 		"every shape": {Changes: []*plan.Change{
 			{Addr: config.Address{Name: "a"}, Project: "p", Action: plan.Create, Reason: plan.ReasonNew,
 				After: &plan.Sandbox{Services: []string{"postgres", "redis"}, Features: config.FeatureSet{"postgres": {"vector"}, "redis": {}}}},
@@ -107,6 +109,9 @@ func TestPlanJSONRandom(t *testing.T) {
 	}
 	for i := range 300 {
 		p := &plan.Plan{}
+		if r.IntN(3) == 0 {
+			p.Pools = []plan.PoolSummary{{Address: word(), Size: r.IntN(64), Ready: r.IntN(64)}}
+		}
 		for range r.IntN(4) {
 			p.Changes = append(p.Changes, &plan.Change{
 				Addr:    config.Address{Name: word(), Key: word(), HasKey: r.IntN(2) == 0},
@@ -137,7 +142,7 @@ func TestPlanJSONWriteError(t *testing.T) {
 // learn the new one (then add it to the cases above and here).
 func TestPlanJSONKnowsEveryField(t *testing.T) {
 	known := map[string][]string{
-		"JSONPlan":      {"FormatVersion", "SandboxerVersion", "ResourceChanges", "Summary", "Errored"},
+		"JSONPlan":      {"FormatVersion", "SandboxerVersion", "ResourceChanges", "Summary", "Pools", "Errored"},
 		"JSONChange":    {"Address", "Type", "Name", "Index", "Project", "Change", "ActionReason", "DataCarried"},
 		"JSONChangeSet": {"Actions", "Before", "After"},
 		"Sandbox":       {"Services", "Features", "Networks", "Exposure", "Images"},

@@ -42,7 +42,12 @@ func writePlanJSON(w io.Writer, p *plan.Plan, version string) error {
 	jw.int(s.Delete)
 	jw.raw(",\n    \"reuse\": ")
 	jw.int(s.Reuse)
-	jw.raw("\n  },\n  \"errored\": false\n}\n")
+	jw.raw("\n  }")
+	if len(p.Pools) > 0 {
+		jw.raw(",\n  \"pools\": ")
+		jw.marshal(p.Pools, "  ")
+	}
+	jw.raw(",\n  \"errored\": false\n}\n")
 	if jw.err != nil {
 		return jw.err
 	}
