@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -16,6 +17,8 @@ var (
 	keyLineage       = []byte("lineage")
 	keySerial        = []byte("serial")
 	keySchemaVersion = []byte("schema_version")
+	// keySalt is the PBKDF2 salt for passphrase keys (see Keyring).
+	keySalt = []byte("kdf_salt")
 )
 
 // meta is the content of the meta bucket.
@@ -25,6 +28,8 @@ type meta struct {
 	// schema is the newest record schema version written into the file; a
 	// file touched by a newer sandboxer is refused as a whole.
 	schema uint64
+	// salt is the key-derivation salt, nil in files made before it.
+	salt []byte
 }
 
 // readMeta validates that tx is a sandboxer state and returns its meta.
@@ -55,6 +60,12 @@ func readMeta(tx *bolt.Tx, path string) (meta, error) {
 	}
 	if m.schema, ok = getUint64(b, keySchemaVersion); !ok {
 		return corrupt("the schema version is not an 8-byte integer")
+	}
+	if v := b.Get(keySalt); v != nil {
+		if err := checkSize(tx, path, v); err != nil {
+			return meta{}, err
+		}
+		m.salt = bytes.Clone(v)
 	}
 	if m.schema > SchemaVersion {
 		return meta{}, &FutureSchemaError{Path: path, Version: int(m.schema), Supported: SchemaVersion}
@@ -87,6 +98,9 @@ func initMeta(tx *bolt.Tx, lineage string) error {
 		return err
 	}
 	if err := putUint64(mb, keySerial, 0); err != nil {
+		return err
+	}
+	if err := mb.Put(keySalt, newSalt()); err != nil {
 		return err
 	}
 	return putUint64(mb, keySchemaVersion, SchemaVersion)

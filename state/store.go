@@ -18,6 +18,9 @@ import (
 // A Store is safe for concurrent use; its writes are serialised.
 type Store struct {
 	path string
+	// keys seal the secrets of what is written and open what is read;
+	// nil: in the clear.
+	keys *Keyring
 
 	mu sync.Mutex // guards the fields below; held across a whole write
 	// lineage is the lineage first seen by this Store, "" until then.
@@ -30,9 +33,23 @@ type Store struct {
 // Open returns a store for the state file at path. It creates nothing: the
 // file (and its folder, 0700) appear on the first write, with mode 0600. A
 // missing file reads as an empty snapshot (Lineage "", Serial 0).
-func Open(path string) *Store {
-	return &Store{path: path}
+func Open(path string, opts ...Option) *Store {
+	s := &Store{path: path}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithKeyring seals secrets under k's current key and opens records with
+// any of its keys (see Keyring).
+func WithKeyring(k *Keyring) Option { return func(s *Store) { s.keys = k } }
+
+// Describe names the state file for messages.
+func (s *Store) Describe() string { return "state file " + s.path }
 
 // Path returns the state file's path as given to Open.
 func (s *Store) Path() string { return s.path }
@@ -102,6 +119,7 @@ func (s *Store) Inspect(ctx context.Context) (*Snapshot, error) {
 			return err
 		}
 		snap.Lineage, snap.Serial = m.lineage, m.serial
+		s.keys.useSalt(m.salt)
 		b := tx.Bucket(bucketSandboxes)
 		// Copy every record into one buffer, sized by a first pass: one
 		// allocation rather than one per record.
@@ -139,6 +157,12 @@ func (s *Store) Inspect(ctx context.Context) (*Snapshot, error) {
 	names := newInterner()
 	for _, r := range raw {
 		rec, err := s.decode(r.addr, r.data, names)
+		var ke *KeyError
+		if errors.As(err, &ke) {
+			// A key problem is not damage: the whole read fails, with
+			// the way to the right key, rather than offering state rm.
+			return nil, fmt.Errorf("read state: %w", err)
+		}
 		if err != nil {
 			if snap.Damaged == nil {
 				snap.Damaged = map[string]error{}
@@ -166,6 +190,7 @@ func (s *Store) Get(ctx context.Context, addr string) (*Record, error) {
 			return err
 		}
 		lineage = m.lineage
+		s.keys.useSalt(m.salt)
 		data, present, err = lookup(tx, s.path, addr)
 		return err
 	})
@@ -227,6 +252,9 @@ func (s *Store) decode(addr string, data []byte, names *interner) (*Record, erro
 	case rec.Address != addr:
 		return nil, withFix(s.path, &CorruptError{Path: s.path, Address: addr,
 			Reason: fmt.Sprintf("it is stored under %q but names itself %q", addr, rec.Address)})
+	}
+	if err := unsealRecord(s.Describe(), rec, s.keys); err != nil {
+		return nil, err
 	}
 	return rec, nil
 }

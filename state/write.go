@@ -16,7 +16,14 @@ func (s *Store) Put(ctx context.Context, rec *Record) error {
 	if rec == nil || rec.Address == "" {
 		return errors.New("put into state: record has no address")
 	}
-	data, err := encodeRecord(rec)
+	if err := s.prepareKeys(ctx); err != nil {
+		return fmt.Errorf("put %s into state: %w", rec.Address, err)
+	}
+	sealed, err := sealRecord(rec, s.keys)
+	if err != nil {
+		return fmt.Errorf("put %s into state: seal: %w", rec.Address, err)
+	}
+	data, err := encodeRecord(sealed)
 	if err != nil {
 		return fmt.Errorf("put %s into state: encode: %w", rec.Address, err)
 	}
@@ -115,6 +122,7 @@ func (s *Store) apply(tx *bolt.Tx, addr string, data []byte) error {
 	if err := s.checkLineageLocked(m.lineage); err != nil {
 		return err
 	}
+	s.keys.useSalt(m.salt)
 	sb := tx.Bucket(bucketSandboxes)
 	key := []byte(addr)
 	old := sb.Get(key)
@@ -210,4 +218,39 @@ func (s *Store) EnsureLineage(ctx context.Context) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("ensure state lineage: state file %s disappeared after it was created", s.path)
+}
+
+// prepareKeys makes sure a passphrase key can be derived before a write
+// seals with it: the state must exist and have a salt. Files made before
+// salts existed get one (a meta change, not a record change: the serial
+// stays).
+func (s *Store) prepareKeys(ctx context.Context) error {
+	if !s.keys.Sealing() || !s.keys.needsSalt() {
+		return nil
+	}
+	if _, err := s.EnsureLineage(ctx); err != nil {
+		return err
+	}
+	var m meta
+	if _, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+		var err error
+		m, err = readMeta(tx, s.path)
+		return err
+	}); err != nil {
+		return err
+	}
+	if m.salt == nil {
+		err := update(ctx, s.path, func(tx *bolt.Tx) error {
+			if m, err := readMeta(tx, s.path); err != nil || m.salt != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keySalt, newSalt())
+		})
+		if err != nil {
+			return err
+		}
+		return s.prepareKeys(ctx)
+	}
+	s.keys.useSalt(m.salt)
+	return nil
 }
