@@ -3,7 +3,8 @@ package state
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/rand"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -70,9 +71,9 @@ func sealRecord(rec *Record, k *Keyring) (*Record, error) {
 			if *p == "" || strings.HasPrefix(string(*p), sealedPrefix) {
 				continue
 			}
-			nonce := make([]byte, aead.NonceSize())
-			_, _ = rand.Read(nonce)
-			ct := aead.Seal(nonce, nonce, []byte(*p), sealAAD(rec.Address, svc, field))
+			aad := sealAAD(rec.Address, svc, field)
+			nonce := syntheticNonce(sk.key, aad, []byte(*p), aead.NonceSize())
+			ct := aead.Seal(nonce, nonce, []byte(*p), aad)
 			*p = Secret(sealedPrefix + sk.id + ":" + base64.RawURLEncoding.EncodeToString(ct))
 		}
 		out.Credentials[svc] = c
@@ -149,6 +150,21 @@ func sealedWith(rec *Record) (ids map[string]bool, clear bool) {
 // to another record, service or field and still open.
 func sealAAD(addr, service, field string) []byte {
 	return []byte("sandboxer state v1\x00" + addr + "\x00" + service + "\x00" + field)
+}
+
+// syntheticNonce derives the nonce from the key, place and plaintext
+// (HMAC-SHA256, as in AES-GCM-SIV's synthetic IVs): sealing the same
+// secret in the same place gives the same bytes, so an unchanged record
+// stays byte-equal and the serial does not move. A nonce repeats only
+// with the same plaintext, which is what GCM needs; what it gives away is
+// that a secret did not change.
+func syntheticNonce(key, aad, plaintext []byte, size int) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("sandboxer state nonce\x00"))
+	m.Write(aad)
+	m.Write([]byte{0})
+	m.Write(plaintext)
+	return m.Sum(nil)[:size]
 }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {

@@ -14,4 +14,6 @@ func newRawKey() (string, error) {
 	return base64.StdEncoding.EncodeToString(b), nil
 }
 
-func containsAny(haystack, needle string) bool { return needle != "" && strings.Contains(haystack, needle) }
+func containsAny(haystack, needle string) bool {
+	return needle != "" && strings.Contains(haystack, needle)
+}
