@@ -100,7 +100,7 @@ func (s *Sandboxer) cacheDir() string {
 func (s *Sandboxer) caDir() string {
 	dir := s.opts.CADir
 	if dir == "" {
-		dir = filepath.Join(filepath.Dir(s.store.Path()), "ca")
+		dir = filepath.Join(filepath.Dir(s.statePath), "ca")
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		return abs

@@ -26,6 +26,9 @@ type Options struct {
 	// CLI's default, so the CLI and the library share sandboxes. A
 	// relative path is taken relative to DIR, as the CLI's --state.
 	StatePath string
+	// Backend holds the state instead of the file at StatePath (e.g. a
+	// pgstate.Backend); snapshots still live next to StatePath.
+	Backend state.Backend
 	// Vars set variables, as --var NAME=VALUE; they win over VarFiles.
 	Vars map[string]string
 	// VarFiles are read in order, as --var-file (relative to DIR).
@@ -102,14 +105,15 @@ func (s *Sandboxer) parallelism(override int) int {
 // concurrent use; coordination with other processes goes through the
 // state file's locks, as for the CLI.
 type Sandboxer struct {
-	dir   string
-	cfg   *config.Config
-	cat   *config.Catalog
-	store *state.Store
-	prov  *lazyProvider
-	opts  Options
-	dbs   databaseHosts // testdatabases.go
-	pools *poolKeeper   // pools.go
+	dir       string
+	cfg       *config.Config
+	cat       *config.Catalog
+	store     state.Backend
+	statePath string
+	prov      *lazyProvider
+	opts      Options
+	dbs       databaseHosts // testdatabases.go
+	pools     *poolKeeper   // pools.go
 }
 
 // Open decodes the configuration in dir (every *.sbx.hcl directly in it).
@@ -149,7 +153,11 @@ func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
 		statePath = filepath.Join(dir, statePath)
 	}
 	opts.StatePath = statePath
-	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: state.Open(statePath), opts: opts, pools: newPoolKeeper()}
+	store := opts.Backend
+	if store == nil {
+		store = state.Open(statePath)
+	}
+	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: store, statePath: statePath, opts: opts, pools: newPoolKeeper()}
 	var pc *config.Provider
 	if cfg != nil { // nil: only a saved plan's ApplyFile, which brings its own
 		pc = cfg.Provider
@@ -186,11 +194,12 @@ func (o Options) input(dir string) config.Input {
 // Config is the decoded configuration.
 func (s *Sandboxer) Config() *config.Config { return s.cfg }
 
-// StatePath is the state file in use.
-func (s *Sandboxer) StatePath() string { return s.store.Path() }
+// StatePath is the state file in use (with Options.Backend: where
+// snapshots are kept next to).
+func (s *Sandboxer) StatePath() string { return s.statePath }
 
-// Store is the state store (for tooling that inspects state).
-func (s *Sandboxer) Store() *state.Store { return s.store }
+// Store is the state backend (for tooling that inspects state).
+func (s *Sandboxer) Store() state.Backend { return s.store }
 
 // Connect contacts the engine now rather than on first use (serve checks
 // it at start).
@@ -223,7 +232,7 @@ func (s *Sandboxer) Reaper() *ondemand.Reaper {
 // Data runs snapshot, restore and reset. Snapshots live in "snapshots"
 // next to the state file (.sandboxer/snapshots by default).
 func (s *Sandboxer) Data() *snapshot.Manager {
-	return &snapshot.Manager{Records: s.store, Engine: s.prov, Store: SnapshotStore(s.store.Path()),
+	return &snapshot.Manager{Records: s.store, Engine: s.prov, Store: SnapshotStore(s.statePath),
 		Events: s.opts.Events, LockTimeout: s.opts.LockTimeout, Now: s.opts.Now}
 }
 
@@ -231,7 +240,7 @@ func (s *Sandboxer) Data() *snapshot.Manager {
 func (s *Sandboxer) mover() snapshot.Mover { return s.moverFor(s.prov) }
 
 func (s *Sandboxer) moverFor(prov *lazyProvider) snapshot.Mover {
-	return snapshot.Mover{Engine: prov, SQL: prov, Store: SnapshotStore(s.store.Path()), Dir: s.dir}
+	return snapshot.Mover{Engine: prov, SQL: prov, Store: SnapshotStore(s.statePath), Dir: s.dir}
 }
 
 // SnapshotStore is the snapshot directory that belongs to a state file.

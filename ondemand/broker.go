@@ -15,8 +15,8 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// Store is the part of state.Store the broker uses. Every call is one
-// short transaction or one flock.
+// Store is the part of state.Backend the broker uses. Every call is one
+// short transaction or one lock.
 type Store interface {
 	Get(ctx context.Context, addr string) (*state.Record, error)
 	Put(ctx context.Context, rec *state.Record) error
@@ -30,7 +30,7 @@ type Store interface {
 	LockInstance(ctx context.Context, addr, operation string, timeout time.Duration) (func() error, error)
 }
 
-var _ Store = (*state.Store)(nil)
+var _ Store = state.Backend(nil)
 
 // MaxTTL bounds a per-call --ttl: an on-demand sandbox is for a piece of
 // work, and a typo like "3000h" should not keep one alive for months. It

@@ -32,6 +32,9 @@ type Backend interface {
 	Put(ctx context.Context, rec *Record) error
 	// Delete removes a record; deleting an absent one changes nothing.
 	Delete(ctx context.Context, addr string) error
+	// Move removes the record at from and stores rec (at rec.Address) in
+	// one step: no reader sees both or, after a crash, either half alone.
+	Move(ctx context.Context, from string, rec *Record) error
 	// Snapshot reads every record in one consistent read; a record that
 	// cannot be read fails it.
 	Snapshot(ctx context.Context) (*Snapshot, error)

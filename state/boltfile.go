@@ -165,6 +165,11 @@ func update(ctx context.Context, path string, fn func(*bolt.Tx) error) (err erro
 // half-made file), and a state another process created meanwhile is never
 // replaced: created is then false and that file is used instead.
 func createFile(ctx context.Context, path string) (created bool, err error) {
+	return createFileWith(ctx, path, newID())
+}
+
+// createFileWith is createFile with a given lineage (state migrate).
+func createFileWith(ctx context.Context, path, lineage string) (created bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -185,7 +190,7 @@ func createFile(ctx context.Context, path string) (created bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("create state %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error { return initMeta(tx, newID()) })
+	err = db.Update(func(tx *bolt.Tx) error { return initMeta(tx, lineage) })
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}

@@ -19,7 +19,14 @@ func (s *Store) Move(ctx context.Context, from string, rec *Record) error {
 	if from == rec.Address {
 		return s.Put(ctx, rec)
 	}
-	data, err := encodeRecord(rec)
+	if err := s.prepareKeys(ctx); err != nil {
+		return fmt.Errorf("move %s to %s in state: %w", from, rec.Address, err)
+	}
+	sealed, err := sealRecord(rec, s.keys)
+	if err != nil {
+		return fmt.Errorf("move %s to %s in state: seal: %w", from, rec.Address, err)
+	}
+	data, err := encodeRecord(sealed)
 	if err != nil {
 		return fmt.Errorf("move %s to %s in state: encode: %w", from, rec.Address, err)
 	}

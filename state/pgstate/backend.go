@@ -317,6 +317,48 @@ func (b *Backend) Delete(ctx context.Context, addr string) error {
 	return nil
 }
 
+// Move removes the record at from and stores rec in one transaction (see
+// state.Backend); the state must exist.
+func (b *Backend) Move(ctx context.Context, from string, rec *state.Record) error {
+	if rec == nil || rec.Address == "" || from == "" {
+		return errors.New("move in state: empty address")
+	}
+	if from == rec.Address {
+		return b.Put(ctx, rec)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	pool, err := b.db.get(ctx)
+	if err != nil {
+		return fmt.Errorf("move %s to %s in state: %w", from, rec.Address, err)
+	}
+	err = inTx(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		m, found, err := readMeta(ctx, tx, b.Describe(), true)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%s has no state to move records in", b.Describe())
+		}
+		if err := b.checkLineageLocked(m.lineage); err != nil {
+			return err
+		}
+		b.keys.UseSalt(m.salt)
+		if err := b.writeTx(ctx, tx, m, from, nil); err != nil {
+			return err
+		}
+		// The first half may have moved the serial: read it again.
+		if m, _, err = readMeta(ctx, tx, b.Describe(), true); err != nil {
+			return err
+		}
+		return b.writeTx(ctx, tx, m, rec.Address, rec)
+	})
+	if err != nil {
+		return fmt.Errorf("move %s to %s in state: %w", from, rec.Address, b.db.scrub(err))
+	}
+	return nil
+}
+
 // write stores rec at addr (nil: deletes it) in one transaction: the meta
 // row locked, the old bytes kept in history, the record row written, the
 // serial moved. O(1) in the number of records.

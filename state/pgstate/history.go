@@ -30,7 +30,7 @@ func (b *Backend) Backup(ctx context.Context) (*state.Snapshot, error) {
 		rows, err := tx.Query(ctx, `
 			WITH before AS (
 				SELECT DISTINCT ON (address) address, data FROM sandboxer_history
-				WHERE serial > $1 ORDER BY address, serial
+				WHERE serial > $1 ORDER BY address, serial, id
 			)
 			SELECT r.address, r.data FROM sandboxer_records r WHERE r.address NOT IN (SELECT address FROM before)
 			UNION ALL

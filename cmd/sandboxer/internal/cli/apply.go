@@ -165,7 +165,7 @@ func printApplyResult(f *Factory, res apply.Result, err error) {
 }
 
 // printOutputs shows outputs after an apply; sensitive ones stay hidden.
-func printOutputs(cmd *cobra.Command, f *Factory, cfg *config.Config, store *state.Store) error {
+func printOutputs(cmd *cobra.Command, f *Factory, cfg *config.Config, store state.Backend) error {
 	if len(cfg.Outputs) == 0 {
 		return nil
 	}

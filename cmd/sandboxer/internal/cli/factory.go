@@ -10,7 +10,6 @@ import (
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/views"
-	"github.com/sandboxer/sandboxer/state"
 )
 
 // Version is sandboxer's version, reported by `version` and in JSON plans.
@@ -30,6 +29,7 @@ type IOStreams struct {
 type GlobalOptions struct {
 	Chdir   string
 	State   string
+	Backend string
 	NoColor bool
 }
 
@@ -51,6 +51,8 @@ type Factory struct {
 	// hard is cancelled on the second Ctrl-C: in-flight work is abandoned.
 	// Commands get a context cancelled already on the first.
 	hard context.Context
+	// backends caches the keyring and database pool (see Store).
+	backends backends
 }
 
 // Getenv reads a variable from the factory's environment.
@@ -89,9 +91,6 @@ func (f *Factory) Path(p string) string {
 	}
 	return filepath.Join(f.Dir(), p)
 }
-
-// Store opens the state store.
-func (f *Factory) Store() *state.Store { return state.Open(f.StatePath()) }
 
 // Color tells renderers whether to use ANSI colours.
 func (f *Factory) Color() views.Colorizer {

@@ -25,7 +25,7 @@ func (f *Factory) library(cfg *config.Config, lockTimeout time.Duration, sink ev
 	// the configuration directory, as f.StatePath does, and messages
 	// name the state file as the user wrote it.
 	return sandboxer.FromConfig(f.Dir(), cfg, sandboxer.Options{
-		StatePath: f.Global.State, Catalog: f.Catalog, Environ: f.Environ, Now: f.Now,
+		StatePath: f.Global.State, Backend: f.Store(), Catalog: f.Catalog, Environ: f.Environ, Now: f.Now,
 		LockTimeout: lockTimeout, Events: sink,
 		PullProgress: f.IO.Err, // stdout stays the plan
 		Hook:         views.NewApplyHook(f.IO.Err, f.ErrColor()), ProgressEvery: 5 * time.Second,

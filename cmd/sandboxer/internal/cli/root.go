@@ -106,6 +106,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.Global.Chdir, "chdir", "", "use `DIR` as the configuration directory")
 	pf.StringVar(&f.Global.State, "state", "", "state file `PATH` (default DIR/.sandboxer/state.db)")
+	pf.StringVar(&f.Global.Backend, "backend", "", "state backend `URL`: postgres://… (better: "+EnvBackendURL+"), or file (default)")
 	pf.BoolVar(&f.Global.NoColor, "no-color", false, "disable colour output (also NO_COLOR)")
 
 	root.AddCommand(

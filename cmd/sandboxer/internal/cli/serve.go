@@ -153,7 +153,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 			return fmt.Errorf("write --addr-file: %w", err)
 		}
 	}
-	logger.Info(fmt.Sprintf("listening on http://%s", ln.Addr()), "addr", ln.Addr().String(), "state", s.lib.StatePath())
+	logger.Info(fmt.Sprintf("listening on http://%s", ln.Addr()), "addr", ln.Addr().String(), "state", s.lib.Store().Describe())
 
 	stopJanitor := make(chan struct{})
 	var janitor sync.WaitGroup

@@ -198,13 +198,13 @@ func stateRmRun(cmd *cobra.Command, opts *StateOptions) error {
 	if opts.JSON {
 		doc := map[string]any{"removed": addr.String()}
 		if damaged {
-			doc["backup"] = state.BackupPath(store.Path())
+			doc["backup"] = backupWhere(store)
 		}
 		return writeJSON(f.IO.Out, doc)
 	}
 	what := ""
 	if damaged {
-		what = fmt.Sprintf(" (its record could not be read; the file as it was is in %s)", state.BackupPath(store.Path()))
+		what = fmt.Sprintf(" (its record could not be read; the file as it was is in %s)", backupWhere(store))
 	}
 	fmt.Fprintf(f.IO.Out, "Removed %s from state%s. Its containers were left running as orphans: sandboxer reap, or a new sandbox at this address, removes them.\n", addr, what)
 	return nil

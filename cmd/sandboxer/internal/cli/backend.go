@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxer/sandboxer/state"
+	"github.com/sandboxer/sandboxer/state/pgstate"
+)
+
+// EnvBackendURL chooses a PostgreSQL state backend, like --backend. The
+// URL holds a password, so the environment is the place for it; it is
+// never printed.
+const EnvBackendURL = "SANDBOXER_BACKEND_URL"
+
+// backends caches what every Store call of one process shares: the
+// keyring (a passphrase is derived once, not per call) and the
+// PostgreSQL pool.
+type backends struct {
+	mu      sync.Mutex
+	keys    *state.Keyring
+	keysErr error
+	keysSet bool
+	db      *pgstate.DB
+	dbURL   string
+}
+
+// BackendURL is the PostgreSQL backend chosen by --backend or
+// SANDBOXER_BACKEND_URL, "" for the state file.
+func (f *Factory) BackendURL() (string, error) {
+	u := f.Global.Backend
+	if u == "" {
+		u = f.Getenv(EnvBackendURL)
+	}
+	if u == "" || u == "file" {
+		return "", nil
+	}
+	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		// Not echoed: it may hold a password.
+		return "", errors.New("the state backend (--backend or " + EnvBackendURL + ") must be a postgres:// URL, or \"file\" for the state file")
+	}
+	if f.Global.State != "" {
+		return "", errors.New("--state names a state file, but a PostgreSQL backend is chosen (--backend or " + EnvBackendURL + "); use one of them")
+	}
+	return u, nil
+}
+
+// Keyring is the state key from SANDBOXER_STATE_KEY(_FILE) and the old
+// key from SANDBOXER_STATE_OLD_KEY(_FILE), read once.
+func (f *Factory) Keyring() (*state.Keyring, error) {
+	f.backends.mu.Lock()
+	defer f.backends.mu.Unlock()
+	if !f.backends.keysSet {
+		f.backends.keys, f.backends.keysErr = state.KeyringFromEnv(f.Getenv)
+		f.backends.keysSet = true
+	}
+	return f.backends.keys, f.backends.keysErr
+}
+
+// Store opens the state: the file (--state), or the PostgreSQL backend
+// chosen by --backend or SANDBOXER_BACKEND_URL. A bad choice or key makes
+// every call of the returned backend fail with the reason.
+func (f *Factory) Store() state.Backend {
+	b, err := f.OpenBackend(f.Global.Backend)
+	if err != nil {
+		return brokenBackend{err}
+	}
+	return b
+}
+
+// OpenBackend opens the state at where (a postgres:// URL, "file" or ""
+// for the state file, as --backend takes), with the factory's keyring.
+func (f *Factory) OpenBackend(where string) (state.Backend, error) {
+	keys, err := f.Keyring()
+	if err != nil {
+		return nil, err
+	}
+	saved := f.Global.Backend
+	f.Global.Backend = where
+	u, err := f.BackendURL()
+	f.Global.Backend = saved
+	if err != nil {
+		return nil, err
+	}
+	if u == "" {
+		return state.Open(f.StatePath(), state.WithKeyring(keys)), nil
+	}
+	return pgstate.Open(f.pgDB(u), keys), nil
+}
+
+func (f *Factory) pgDB(u string) *pgstate.DB {
+	f.backends.mu.Lock()
+	defer f.backends.mu.Unlock()
+	if f.backends.db == nil || f.backends.dbURL != u {
+		f.backends.db, f.backends.dbURL = pgstate.NewDB(u), u
+	}
+	return f.backends.db
+}
+
+// stateExists reports whether there may be a state to read: for the file
+// whether it exists; a database is always asked.
+func stateExists(b state.Backend) bool {
+	if s, ok := b.(*state.Store); ok {
+		_, err := os.Stat(s.Path())
+		return err == nil
+	}
+	return true
+}
+
+// backupWhere says where the state as it was before a command is kept.
+func backupWhere(b state.Backend) string {
+	if s, ok := b.(*state.Store); ok {
+		return state.BackupPath(s.Path())
+	}
+	return b.Describe() + " (table sandboxer_history)"
+}
+
+// brokenBackend fails every call with the reason the backend could not be
+// opened (a bad URL or key), so callers need no second error path.
+type brokenBackend struct{ err error }
+
+func (b brokenBackend) Get(context.Context, string) (*state.Record, error) { return nil, b.err }
+func (b brokenBackend) Put(context.Context, *state.Record) error           { return b.err }
+func (b brokenBackend) Delete(context.Context, string) error               { return b.err }
+func (b brokenBackend) Move(context.Context, string, *state.Record) error {
+	return b.err
+}
+func (b brokenBackend) Snapshot(context.Context) (*state.Snapshot, error)   { return nil, b.err }
+func (b brokenBackend) Inspect(context.Context) (*state.Snapshot, error)    { return nil, b.err }
+func (b brokenBackend) EnsureLineage(context.Context) (string, error)       { return "", b.err }
+func (b brokenBackend) ExpectLineage(context.Context, string, uint64) error { return b.err }
+func (b brokenBackend) Backup(context.Context) (*state.Snapshot, error)     { return nil, b.err }
+func (b brokenBackend) Rekey(context.Context) (int, error)                  { return 0, b.err }
+func (b brokenBackend) Describe() string                                    { return "state" }
+func (b brokenBackend) Lock(context.Context, string, time.Duration) (func() error, error) {
+	return nil, b.err
+}
+func (b brokenBackend) LockInstance(context.Context, string, string, time.Duration) (func() error, error) {
+	return nil, b.err
+}
