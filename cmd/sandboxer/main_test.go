@@ -38,6 +38,7 @@ func TestScripts(t *testing.T) {
 	// One image-inspection cache for the whole run (HOME is /no-home in a
 	// script): each image is inspected once, not once per script.
 	cache := t.TempDir()
+	pgRequired(t)
 	noDocker := testenv.DockerUnavailable()
 	if noDocker != "" && testenv.Required() {
 		t.Fatalf("%s, and %s=1 requires one", noDocker, testenv.RequireEnv)
@@ -51,19 +52,22 @@ func TestScripts(t *testing.T) {
 			if cond == "docker" {
 				return noDocker == "", nil
 			}
+			if cond == "pg" {
+				return os.Getenv(testenv.PostgresURLEnv) != "", nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
 			env.Setenv("SANDBOXER_CACHE_DIR", cache)
-			for _, k := range []string{"DOCKER_HOST", "SANDBOXER_TEST_POSTGRES_IMAGE", "SANDBOXER_TEST_REDIS_IMAGE"} {
+			for _, k := range []string{"DOCKER_HOST", "SANDBOXER_TEST_POSTGRES_IMAGE", "SANDBOXER_TEST_REDIS_IMAGE", testenv.PostgresURLEnv} {
 				if v := os.Getenv(k); v != "" {
 					env.Setenv(k, v)
 				}
 			}
 			return nil
 		},
-		Cmds: mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: mergeCmds(backendCmds(), mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
 			"agestate":   cmdAgeState,
 			"holdlock":   cmdHoldLock,
@@ -74,7 +78,7 @@ func TestScripts(t *testing.T) {
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
 			"capsclaim":  cmdCapsClaim,
-		}))),
+		})))),
 	})
 }
 

@@ -287,7 +287,7 @@ func (b *Backend) create(ctx context.Context, lineage string) error {
 	if err != nil {
 		return err
 	}
-	err = inTx(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return createTables(ctx, tx, lineage) })
+	err = inTx(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return createState(ctx, tx, lineage) })
 	if err != nil {
 		return b.db.scrub(fmt.Errorf("create the state tables in %s: %w", b.Describe(), err))
 	}

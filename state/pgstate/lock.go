@@ -69,7 +69,7 @@ func (l *locker) connLocked(ctx context.Context) (*pgx.Conn, error) {
 		if err := tx.QueryRow(ctx, `SELECT to_regclass('sandboxer_locks') IS NOT NULL`).Scan(&exists); err != nil || exists {
 			return err
 		}
-		return createTables(ctx, tx, "")
+		return createTables(ctx, tx)
 	})
 	if err != nil {
 		c.Close(ctx)

@@ -87,13 +87,21 @@ func isNoTables(err error) bool {
 // ddlLockKey serialises table creation within one database.
 const ddlLockKey = 0x73627864646c // "sbxddl"
 
-// createTables makes the tables and the meta row (new lineage) when they
-// do not exist; lineage "" means a new random one.
-func createTables(ctx context.Context, tx pgx.Tx, lineage string) error {
+// createTables makes the tables when they do not exist. They hold no
+// state until createState adds the meta row: a lock alone makes tables,
+// not a lineage.
+func createTables(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(ddlLockKey)); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, ddl); err != nil {
+	_, err := tx.Exec(ctx, ddl)
+	return err
+}
+
+// createState makes the tables and the meta row when they do not exist;
+// lineage "" means a new random one.
+func createState(ctx context.Context, tx pgx.Tx, lineage string) error {
+	if err := createTables(ctx, tx); err != nil {
 		return err
 	}
 	if lineage == "" {

@@ -29,22 +29,23 @@ type backends struct {
 	dbURL   string
 }
 
-// BackendURL is the PostgreSQL backend chosen by --backend or
-// SANDBOXER_BACKEND_URL, "" for the state file.
-func (f *Factory) BackendURL() (string, error) {
-	u := f.Global.Backend
-	if u == "" {
-		u = f.Getenv(EnvBackendURL)
+// backendChoice is what --backend, else SANDBOXER_BACKEND_URL, names.
+func (f *Factory) backendChoice() string {
+	if f.Global.Backend != "" {
+		return f.Global.Backend
 	}
+	return f.Getenv(EnvBackendURL)
+}
+
+// backendURL checks a backend choice: a postgres:// URL, or "" for the
+// state file ("" or "file").
+func backendURL(u string) (string, error) {
 	if u == "" || u == "file" {
 		return "", nil
 	}
 	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
 		// Not echoed: it may hold a password.
 		return "", errors.New("the state backend (--backend or " + EnvBackendURL + ") must be a postgres:// URL, or \"file\" for the state file")
-	}
-	if f.Global.State != "" {
-		return "", errors.New("--state names a state file, but a PostgreSQL backend is chosen (--backend or " + EnvBackendURL + "); use one of them")
 	}
 	return u, nil
 }
@@ -65,7 +66,11 @@ func (f *Factory) Keyring() (*state.Keyring, error) {
 // chosen by --backend or SANDBOXER_BACKEND_URL. A bad choice or key makes
 // every call of the returned backend fail with the reason.
 func (f *Factory) Store() state.Backend {
-	b, err := f.OpenBackend(f.Global.Backend)
+	where := f.backendChoice()
+	if u, _ := backendURL(where); u != "" && f.Global.State != "" {
+		return brokenBackend{errors.New("--state names a state file, but a PostgreSQL backend is chosen (--backend or " + EnvBackendURL + "); use one of them")}
+	}
+	b, err := f.OpenBackend(where)
 	if err != nil {
 		return brokenBackend{err}
 	}
@@ -79,10 +84,7 @@ func (f *Factory) OpenBackend(where string) (state.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	saved := f.Global.Backend
-	f.Global.Backend = where
-	u, err := f.BackendURL()
-	f.Global.Backend = saved
+	u, err := backendURL(where)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,8 @@ func newStateCmd(f *Factory) *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newStateListCmd(f, nil), newStateShowCmd(f, nil), newStateRmCmd(f, nil))
+	cmd.AddCommand(newStateListCmd(f, nil), newStateShowCmd(f, nil), newStateRmCmd(f, nil),
+		newStateRekeyCmd(f, nil), newStateMigrateCmd(f, nil))
 	return cmd
 }
 
