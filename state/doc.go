@@ -1,5 +1,14 @@
-// Package state keeps what sandboxer has provisioned in a local bbolt file,
-// so later commands can plan against it, reuse it and tear it down.
+// Package state keeps what sandboxer has provisioned, so later commands
+// can plan against it, reuse it and tear it down. Backend is what every
+// place that holds a state offers (see backend.go; package state/pgstate
+// is the PostgreSQL one, state/statetest the suite each passes); Store,
+// the default, is a local bbolt file.
+//
+// Secrets (the passwords in Credentials) are sealed when a Keyring with a
+// current key is given: AES-256-GCM, bound by its additional data to
+// record, service and field, tagged with the key id so a Keyring with old
+// keys opens what an earlier key sealed. A sealed secret that no key opens
+// fails the read with a *KeyError; it is never returned as it is.
 //
 // The file holds two buckets: "meta" (lineage, serial, schema version) and
 // "sandboxes" (address → JSON record stamped with the schema version that
