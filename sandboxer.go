@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -33,7 +34,8 @@ type Options struct {
 	Vars map[string]string
 	// VarFiles are read in order, as --var-file (relative to DIR).
 	VarFiles []string
-	// Environ is the environment SBX_VAR_* variables are read from;
+	// Environ is the environment SBX_VAR_* variables (and the state key,
+	// SANDBOXER_STATE_KEY and the others of state.KeyringFromEnv) are read from;
 	// nil means os.Environ().
 	Environ []string
 	// Provider, when set, is used instead of the configured engine (for
@@ -155,7 +157,18 @@ func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
 	opts.StatePath = statePath
 	store := opts.Backend
 	if store == nil {
-		store = state.Open(statePath)
+		// The state key comes from the environment, as for the CLI, so
+		// both seal and open the same state alike.
+		getenv := os.Getenv
+		if opts.Environ != nil {
+			getenv = func(k string) string { return lookupEnv(opts.Environ, k) }
+		}
+		keys, err := state.KeyringFromEnv(getenv)
+		if err != nil {
+			store = state.Failing(err)
+		} else {
+			store = state.Open(statePath, state.WithKeyring(keys))
+		}
 	}
 	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: store, statePath: statePath, opts: opts, pools: newPoolKeeper()}
 	var pc *config.Provider
@@ -253,4 +266,14 @@ func (s *Sandboxer) now() time.Time {
 		return s.opts.Now()
 	}
 	return time.Now()
+}
+
+// lookupEnv reads name from a KEY=VALUE list, the last one winning.
+func lookupEnv(environ []string, name string) string {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(environ[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

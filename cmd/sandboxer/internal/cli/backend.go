@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/sandboxer/sandboxer/state"
 	"github.com/sandboxer/sandboxer/state/pgstate"
@@ -68,11 +66,11 @@ func (f *Factory) Keyring() (*state.Keyring, error) {
 func (f *Factory) Store() state.Backend {
 	where := f.backendChoice()
 	if u, _ := backendURL(where); u != "" && f.Global.State != "" {
-		return brokenBackend{errors.New("--state names a state file, but a PostgreSQL backend is chosen (--backend or " + EnvBackendURL + "); use one of them")}
+		return state.Failing(errors.New("--state names a state file, but a PostgreSQL backend is chosen (--backend or " + EnvBackendURL + "); use one of them"))
 	}
 	b, err := f.OpenBackend(where)
 	if err != nil {
-		return brokenBackend{err}
+		return state.Failing(err)
 	}
 	return b
 }
@@ -119,28 +117,4 @@ func backupWhere(b state.Backend) string {
 		return state.BackupPath(s.Path())
 	}
 	return b.Describe() + " (table sandboxer_history)"
-}
-
-// brokenBackend fails every call with the reason the backend could not be
-// opened (a bad URL or key), so callers need no second error path.
-type brokenBackend struct{ err error }
-
-func (b brokenBackend) Get(context.Context, string) (*state.Record, error) { return nil, b.err }
-func (b brokenBackend) Put(context.Context, *state.Record) error           { return b.err }
-func (b brokenBackend) Delete(context.Context, string) error               { return b.err }
-func (b brokenBackend) Move(context.Context, string, *state.Record) error {
-	return b.err
-}
-func (b brokenBackend) Snapshot(context.Context) (*state.Snapshot, error)   { return nil, b.err }
-func (b brokenBackend) Inspect(context.Context) (*state.Snapshot, error)    { return nil, b.err }
-func (b brokenBackend) EnsureLineage(context.Context) (string, error)       { return "", b.err }
-func (b brokenBackend) ExpectLineage(context.Context, string, uint64) error { return b.err }
-func (b brokenBackend) Backup(context.Context) (*state.Snapshot, error)     { return nil, b.err }
-func (b brokenBackend) Rekey(context.Context) (int, error)                  { return 0, b.err }
-func (b brokenBackend) Describe() string                                    { return "state" }
-func (b brokenBackend) Lock(context.Context, string, time.Duration) (func() error, error) {
-	return nil, b.err
-}
-func (b brokenBackend) LockInstance(context.Context, string, string, time.Duration) (func() error, error) {
-	return nil, b.err
 }
