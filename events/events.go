@@ -31,6 +31,25 @@ type Event struct {
 	// Reason says why: the plan reason (new, dead, feature_superset, …),
 	// "orphan", or a failure's message (providers scrub secrets from it).
 	Reason string `json:"reason,omitempty"`
+	// Replica names the serve process that emitted it, when several share
+	// one state (serve --replica); empty otherwise.
+	Replica string `json:"replica,omitempty"`
+}
+
+// Stamp returns a sink that sets Replica on every event to name before
+// passing it to s.
+func Stamp(s Sink, name string) Sink { return stamped{s: s, name: name} }
+
+type stamped struct {
+	s    Sink
+	name string
+}
+
+func (st stamped) Emit(e Event) {
+	if e.Replica == "" {
+		e.Replica = st.name
+	}
+	st.s.Emit(e)
 }
 
 // Sink receives events. Emit must not block for long and must be safe for

@@ -25,6 +25,9 @@ type OnDemandOptions struct {
 	LockTimeout time.Duration
 	EventsFile  string
 	WebhookURL  string
+	// Replica stamps every event (serve --replica); "" leaves them as
+	// they are.
+	Replica string
 }
 
 // bind adds the shared flags; lockTimeout > 0 adds --lock-timeout with
@@ -63,6 +66,9 @@ func openOnDemand(f *Factory, o OnDemandOptions) (*onDemand, error) {
 	if err := s.openEvents(); err != nil {
 		s.close()
 		return nil, err
+	}
+	if o.Replica != "" {
+		s.sink = events.Stamp(s.sink, o.Replica)
 	}
 	if s.lib, err = f.library(cfg, o.LockTimeout, s.sink); err != nil {
 		s.close()

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxer/sandboxer/internal/mcpserver"
 	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/state"
 )
 
 // ServeOptions are the flags of `sandboxer serve`.
@@ -76,6 +77,7 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "how long shutdown waits for calls in flight")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log records as `text` (logfmt) or json")
 	fs.BoolVar(&opts.MCPReleaseOnDisconnect, "mcp-release-on-disconnect", false, "release every instance an MCP session (at /mcp) requested when the session ends")
+	fs.StringVar(&opts.OnDemand.Replica, "replica", "", "name this process in events and logs when several serve one state (also SANDBOXER_REPLICA; default HOST-PID with a PostgreSQL backend)")
 	return cmd
 }
 
@@ -110,6 +112,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if opts.ReapInterval < 0 {
 		return fmt.Errorf("--reap-interval must not be negative")
 	}
+	opts.OnDemand.Replica = replicaName(f, opts.OnDemand.Replica)
 	s, err := openOnDemand(f, opts.OnDemand)
 	if err != nil {
 		return err
@@ -120,6 +123,9 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return err
 	}
 	logger := serveLogger(f, opts.LogFormat)
+	if opts.OnDemand.Replica != "" {
+		logger = logger.With("replica", opts.OnDemand.Replica)
+	}
 	api, err := server.New(s.lib, token, logger, f.hard)
 	if err != nil {
 		return err
@@ -161,7 +167,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		janitor.Add(1)
 		go func() {
 			defer janitor.Done()
-			runJanitor(f.hard, stopJanitor, opts.ReapInterval, s.reaper(), s.lib.ReapDatabases, logger)
+			runJanitor(f.hard, stopJanitor, opts.ReapInterval, s.reaper(), s.lib.ReapDatabases, s.lib.Store(), logger)
 		}()
 	}
 
@@ -213,11 +219,24 @@ func serveLogger(f *Factory, format string) *slog.Logger {
 // runJanitor reaps every interval until stop closes; a pass in progress
 // finishes first. A damaged record is logged when it is first seen (and
 // again after it was gone), not on every pass.
+//
+// Of several serve processes on one state (replicas), one reaps at a
+// time: the leader, which holds the janitor lock (an instance lock on an
+// address no sandbox can have) for as long as it runs. The others try it
+// on every tick, so when the leader dies (its lock dies with it) another
+// takes over within one interval.
 func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper,
-	reapDatabases func(context.Context) (map[string][]string, error), logger *slog.Logger) {
+	reapDatabases func(context.Context) (map[string][]string, error), store state.Backend, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	warned := map[string]bool{}
+	var release func() error
+	defer func() {
+		if release != nil {
+			_ = release()
+		}
+	}()
+	follower := false
 	for {
 		select {
 		case <-stop:
@@ -225,6 +244,23 @@ func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if release == nil {
+			unlock, err := store.LockInstance(ctx, janitorLock, "serve janitor", 0)
+			var le *state.LockedError
+			switch {
+			case errors.As(err, &le):
+				if !follower {
+					logger.Info("janitor: another replica leads", "holder_pid", le.Holder.PID, "holder_host", le.Holder.Host)
+					follower = true
+				}
+				continue
+			case err != nil:
+				logger.Error("janitor: cannot take the janitor lock", "error", err.Error())
+				continue
+			}
+			release = unlock
+			logger.Info("janitor: this replica leads")
 		}
 		rep, err := r.Reap(ctx)
 		if err != nil {
@@ -260,4 +296,27 @@ func warnDamaged(logger *slog.Logger, damaged []ondemand.Damaged, warned map[str
 		}
 	}
 	return seen
+}
+
+// janitorLock is the instance lock the leading janitor holds: not a
+// sandbox address (those start with "sandbox."), so no command contends.
+const janitorLock = "(serve janitor)"
+
+// replicaName is --replica, else SANDBOXER_REPLICA, else HOST-PID when
+// the state is in a database (where replicas share it), else "".
+func replicaName(f *Factory, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := f.Getenv("SANDBOXER_REPLICA"); v != "" {
+		return v
+	}
+	if u, _ := backendURL(f.backendChoice()); u != "" {
+		h, err := os.Hostname()
+		if err != nil {
+			h = "unknown"
+		}
+		return fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	return ""
 }
