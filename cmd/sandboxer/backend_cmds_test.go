@@ -89,9 +89,10 @@ func cmdPgSQL(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdPgNoSecret fails if any row of any table of $VAR's schema holds one
-// of the strings (bytea read as text):
+// of the strings (bytea read as text); @FILE stands for the passwords and
+// URLs in a request's env JSON:
 //
-//	pgnosecret VAR STRING...
+//	pgnosecret VAR STRING|@ENVJSON...
 func cmdPgNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: pgnosecret VAR STRING...")
@@ -126,7 +127,21 @@ func cmdPgNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 	}
-	for _, s := range args[1:] {
+	var secrets []string
+	for _, a := range args[1:] {
+		file, ok := strings.CutPrefix(a, "@")
+		if !ok {
+			secrets = append(secrets, a)
+			continue
+		}
+		// @ENVJSON: every password and URL in a request's env.
+		for name, v := range envFile(ts, file) {
+			if strings.HasSuffix(name, "_PASSWORD") || strings.HasSuffix(name, "_URL") {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	for _, s := range secrets {
 		if strings.Contains(all.String(), s) {
 			ts.Fatalf("pgnosecret: %q is stored in the clear", s)
 		}

@@ -116,12 +116,18 @@ func cmdSameCreds(ts *testscript.TestScript, neg bool, args []string) {
 // labelledAddrs lists the address label of every container and network
 // carrying the lineage of the state file.
 func labelledAddrs(ts *testscript.TestScript, statePath string) []string {
-	snap, err := state.Open(ts.MkAbs(statePath)).Snapshot(context.Background())
-	ts.Check(err)
-	if snap.Lineage == "" {
+	var lineage string
+	if v, ok := strings.CutPrefix(statePath, "pg:"); ok { // pg:URLVAR, a PostgreSQL state
+		lineage = pgLineage(ts, v)
+	} else {
+		snap, err := state.Open(ts.MkAbs(statePath)).Snapshot(context.Background())
+		ts.Check(err)
+		lineage = snap.Lineage
+	}
+	if lineage == "" {
 		return nil
 	}
-	filter := "label=dev.sandboxer.lineage=" + snap.Lineage
+	filter := "label=dev.sandboxer.lineage=" + lineage
 	var out []string
 	for _, argv := range [][]string{
 		{"ps", "-a", "--filter", filter, "--format", `{{.Label "dev.sandboxer.address"}}`},
@@ -149,7 +155,7 @@ func cmdWaitLabelled(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(timeout)
 	for {
 		got := 0
-		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil || strings.HasPrefix(args[0], "pg:") {
 			for _, a := range labelledAddrs(ts, args[0]) {
 				if a == args[1] {
 					got++
