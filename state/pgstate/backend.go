@@ -25,7 +25,14 @@ type Backend struct {
 	mu       sync.Mutex // guards the fields below; held across a write
 	lineage  string
 	backedUp bool
+	// kept counts the history rows this write-set added: a long-lived
+	// value (serve) starts a new write-set after maxHistory of them, so
+	// history stays bounded (its Backup then starts later).
+	kept int
 }
+
+// maxHistory bounds the history rows of one write-set.
+const maxHistory = 10_000
 
 var _ state.Backend = (*Backend)(nil)
 
@@ -475,5 +482,8 @@ func (b *Backend) writeTx(ctx context.Context, tx pgx.Tx, m meta, addr string, r
 		return err
 	}
 	b.backedUp = true
+	if b.kept++; b.kept >= maxHistory {
+		b.backedUp, b.kept = false, 0
+	}
 	return nil
 }
