@@ -100,6 +100,13 @@ func (b *Backend) Rekey(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rekey state: %w", b.db.scrub(err))
 	}
+	if n > 0 {
+		// The rows as they were stay in the tables' files as dead tuples
+		// until vacuumed: rewrite the tables so the old secrets go with
+		// them. Best effort (it needs the tables' owner); the rekey
+		// itself is done either way.
+		_, _ = pool.Exec(ctx, `VACUUM FULL sandboxer_records, sandboxer_history`)
+	}
 	return n, nil
 }
 
