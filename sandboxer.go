@@ -2,11 +2,11 @@ package sandboxer
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -157,18 +157,7 @@ func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
 	opts.StatePath = statePath
 	store := opts.Backend
 	if store == nil {
-		// The state key comes from the environment, as for the CLI, so
-		// both seal and open the same state alike.
-		getenv := os.Getenv
-		if opts.Environ != nil {
-			getenv = func(k string) string { return lookupEnv(opts.Environ, k) }
-		}
-		keys, err := state.KeyringFromEnv(getenv)
-		if err != nil {
-			store = state.Failing(err)
-		} else {
-			store = state.Open(statePath, state.WithKeyring(keys))
-		}
+		store = defaultBackend(statePath, opts.Environ)
 	}
 	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: store, statePath: statePath, opts: opts, pools: newPoolKeeper()}
 	var pc *config.Provider
@@ -221,11 +210,17 @@ func (s *Sandboxer) Connect(ctx context.Context) error {
 	return classify(err)
 }
 
-// Close releases the engine connection, if one was made, and the admin
-// connections of database hosts.
+// Close releases the engine connection, if one was made, the admin
+// connections of database hosts, and a state backend the library opened
+// itself (a database's connections; one passed in Options is the
+// caller's).
 func (s *Sandboxer) Close() error {
 	s.dbs.close()
-	return s.prov.Close()
+	err := s.prov.Close()
+	if c, ok := s.store.(interface{ Close() error }); ok && s.opts.Backend == nil {
+		err = errors.Join(err, c.Close())
+	}
+	return err
 }
 
 // Broker is the on-demand broker over this configuration, for callers
@@ -266,14 +261,4 @@ func (s *Sandboxer) now() time.Time {
 		return s.opts.Now()
 	}
 	return time.Now()
-}
-
-// lookupEnv reads name from a KEY=VALUE list, the last one winning.
-func lookupEnv(environ []string, name string) string {
-	for i := len(environ) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(environ[i], name+"="); ok {
-			return v
-		}
-	}
-	return ""
 }

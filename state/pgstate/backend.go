@@ -21,6 +21,8 @@ type Backend struct {
 	keys  *state.Keyring
 	codec state.Codec
 	locks *locker
+	// ownsDB: Close closes db too (OpenURL).
+	ownsDB bool
 
 	mu       sync.Mutex // guards the fields below; held across a write
 	lineage  string
@@ -43,12 +45,25 @@ func Open(db *DB, keys *state.Keyring) *Backend {
 	return b
 }
 
+// OpenURL is Open on a pool of its own, which Close closes too.
+func OpenURL(url string, keys *state.Keyring) *Backend {
+	b := Open(NewDB(url), keys)
+	b.ownsDB = true
+	return b
+}
+
 // Describe names the database without its password.
 func (b *Backend) Describe() string { return b.db.Describe() }
 
 // Close releases this value's dedicated lock connection (and so any lock
-// still held). The shared pool stays open.
-func (b *Backend) Close() error { return b.locks.close() }
+// still held). The shared pool stays open, unless OpenURL made it.
+func (b *Backend) Close() error {
+	err := b.locks.close()
+	if b.ownsDB {
+		b.db.Close()
+	}
+	return err
+}
 
 func (b *Backend) observe(lineage string) {
 	b.mu.Lock()
