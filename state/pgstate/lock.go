@@ -33,7 +33,10 @@ type locker struct {
 	mu     sync.Mutex // serialises use of conn
 	conn   *pgx.Conn
 	schema string
-	held   map[int64]bool
+	// held maps each lock held through conn to its holder id, so that an
+	// unlock releases only its own lock (not one taken again after the
+	// connection was lost and remade).
+	held map[int64]string
 }
 
 func (l *locker) close() error {
@@ -53,10 +56,9 @@ func (l *locker) connLocked(ctx context.Context) (*pgx.Conn, error) {
 	if l.conn != nil && !l.conn.IsClosed() {
 		return l.conn, nil
 	}
-	if l.conn != nil && len(l.held) > 0 {
-		// The connection died and took its locks with it.
-		return nil, fmt.Errorf("%s: the lock connection was lost, and with it %d lock(s) held", l.where, len(l.held))
-	}
+	// First use, or the connection died (a server restart) and took its
+	// locks with it: their holders' unlocks become no-ops, and a new
+	// connection serves new locks, so a long-lived serve recovers.
 	c, err := l.db.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -75,7 +77,7 @@ func (l *locker) connLocked(ctx context.Context) (*pgx.Conn, error) {
 		c.Close(ctx)
 		return nil, l.db.scrub(fmt.Errorf("prepare the lock connection to %s: %w", l.where, err))
 	}
-	l.conn, l.held = c, map[int64]bool{}
+	l.conn, l.held = c, map[int64]string{}
 	return c, nil
 }
 
@@ -122,7 +124,7 @@ func (l *locker) try(ctx context.Context, addr, operation string) (func() error,
 		return nil, 0, err
 	}
 	key := lockKey(l.schema, addr)
-	if l.held[key] {
+	if _, busy := l.held[key]; busy {
 		return nil, key, nil
 	}
 	var got bool
@@ -140,7 +142,7 @@ func (l *locker) try(ctx context.Context, addr, operation string) (func() error,
 		_, _ = c.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
 		return nil, key, l.db.scrub(fmt.Errorf("record the lock holder in %s: %w", l.where, err))
 	}
-	l.held[key] = true
+	l.held[key] = info.ID
 	var once sync.Once
 	var uerr error
 	return func() error {
@@ -153,8 +155,7 @@ func (l *locker) try(ctx context.Context, addr, operation string) (func() error,
 func (l *locker) release(key int64, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.held[key] || l.conn == nil || l.conn.IsClosed() {
-		delete(l.held, key)
+	if l.held[key] != id || l.conn == nil || l.conn.IsClosed() {
 		return nil // the connection, and with it the lock, is gone
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

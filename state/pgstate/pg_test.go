@@ -3,12 +3,16 @@ package pgstate_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/state"
@@ -129,5 +133,75 @@ func TestWrongPassword(t *testing.T) {
 	_, err := b.Snapshot(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "the password is wrong") || strings.Contains(err.Error(), pw) {
 		t.Fatalf("Snapshot with a wrong password = %v", err)
+	}
+}
+
+// A lost lock connection (the server restarted, or an admin ended it)
+// takes its locks with it; the Backend makes a new one for new locks, and
+// the old holder's unlock does not release them.
+func TestLockConnectionLost(t *testing.T) {
+	u := testenv.PostgresSchema(t)
+	db := pgstate.NewDB(u)
+	t.Cleanup(db.Close)
+	b := pgstate.Open(db, nil)
+	t.Cleanup(func() { b.Close() })
+	ctx := t.Context()
+	oldUnlock, err := b.LockInstance(ctx, "sandbox.x", "request", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	// End the session holding that lock (and only it: the server is
+	// shared with other tests). The key is lockKey's: SHA-256 of the
+	// schema and address, split by pg_locks into two 32-bit halves.
+	var schema string
+	if err := c.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("sandboxer state lock\x00" + schema + "\x00sandbox.x"))
+	key := binary.BigEndian.Uint64(sum[:8])
+	tag, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 1 AND classid = $1 AND objid = $2`, int64(key>>32), int64(uint32(key)))
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("terminate the lock's session: %v rows, %v", tag.RowsAffected(), err)
+	}
+	other := pgstate.Open(db, nil)
+	t.Cleanup(func() { other.Close() })
+	var newUnlock func() error
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// The server ends the session; a new value can take the lock.
+		if newUnlock, err = other.LockInstance(ctx, "sandbox.x", "request", 0); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock of a terminated session is still held: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The first value notices at its next lock call and reconnects.
+	var again func() error
+	for {
+		again, err = b.LockInstance(ctx, "sandbox.y", "request", 0)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new lock after the connection was lost: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := oldUnlock(); err != nil {
+		t.Fatalf("unlock of a lock lost with its connection: %v", err)
+	}
+	if _, err := b.LockInstance(ctx, "sandbox.x", "apply", 0); err == nil {
+		t.Fatal("took sandbox.x while another value holds it")
+	}
+	if err := errors.Join(again(), newUnlock()); err != nil {
+		t.Fatal(err)
 	}
 }
