@@ -18,12 +18,13 @@ import (
 // backendCmds are the script commands for state backend scenarios.
 func backendCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"pgschema":   cmdPgSchema,
-		"pgsql":      cmdPgSQL,
-		"pgnosecret": cmdPgNoSecret,
-		"pgbadpass":  cmdPgBadPass,
-		"pgholdlock": cmdPgHoldLock,
-		"nourl":      cmdNoURL,
+		"pgschema":     cmdPgSchema,
+		"pgsql":        cmdPgSQL,
+		"pgnosecret":   cmdPgNoSecret,
+		"pgbadpass":    cmdPgBadPass,
+		"pgholdlock":   cmdPgHoldLock,
+		"nourl":        cmdNoURL,
+		"filenosecret": cmdFileNoSecret,
 	}
 }
 
@@ -197,5 +198,30 @@ func cmdNoURL(ts *testscript.TestScript, neg bool, args []string) {
 		if p, ok := u.User.Password(); ok && strings.Contains(out, p) {
 			ts.Fatalf("nourl: the last command printed the password of $%s", args[0])
 		}
+	}
+}
+
+// cmdFileNoSecret fails if FILE's bytes hold any password or URL of an
+// env JSON file (the real credentials of a provisioned sandbox):
+//
+//	filenosecret FILE ENVJSON
+func cmdFileNoSecret(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: filenosecret FILE ENVJSON")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	n := 0
+	for name, v := range envFile(ts, args[1]) {
+		if !strings.HasSuffix(name, "_PASSWORD") {
+			continue
+		}
+		n++
+		if strings.Contains(string(data), v) {
+			ts.Fatalf("filenosecret: %s holds the value of %s", args[0], name)
+		}
+	}
+	if n == 0 {
+		ts.Fatalf("filenosecret: %s has no password to look for", args[1])
 	}
 }

@@ -174,6 +174,12 @@ func cmdSaveEnv(ts *testscript.TestScript, neg bool, args []string) {
 		Catalog: config.DefaultCatalog(),
 		Global:  cli.GlobalOptions{Chdir: ts.MkAbs(".")},
 	}
+	// The script's state key and backend, so a sealed state opens.
+	for _, k := range []string{state.EnvStateKey, state.EnvStateKeyFile, cli.EnvBackendURL} {
+		if v := ts.Getenv(k); v != "" {
+			f.Environ = append(f.Environ, k+"="+v)
+		}
+	}
 	if code := cli.Run(context.Background(), f, []string{"--chdir", ts.MkAbs("."), "env", args[0], "--format", "json"}); code != 0 {
 		ts.Fatalf("saveenv: exit %d: %s", code, errb.String())
 	}
