@@ -38,12 +38,12 @@ func (c Codec) Decode(addr string, data []byte) (*Record, error) {
 	var future futureRecordError
 	switch {
 	case errors.As(err, &future):
-		return nil, &FutureSchemaError{Path: c.Where, Address: addr, Version: future.version, Supported: SchemaVersion}
+		return nil, &FutureSchemaError{Backend: c.Where, Address: addr, Version: future.version, Supported: SchemaVersion}
 	case err != nil:
-		return nil, &CorruptError{Path: c.Where, Address: addr, Reason: "it does not decode", Err: err,
+		return nil, &CorruptError{Backend: c.Where, Address: addr, Reason: "it does not decode", Err: err,
 			Fix: fmt.Sprintf("forget the record with: sandboxer state rm %s", shellQuote(addr))}
 	case rec.Address != addr:
-		return nil, &CorruptError{Path: c.Where, Address: addr, Reason: fmt.Sprintf("it is stored under %q but names itself %q", addr, rec.Address)}
+		return nil, &CorruptError{Backend: c.Where, Address: addr, Reason: fmt.Sprintf("it is stored under %q but names itself %q", addr, rec.Address)}
 	}
 	if err := unsealRecord(c.Where, rec, c.Keys); err != nil {
 		return nil, err

@@ -19,12 +19,15 @@ type CorruptError struct {
 	// Fix tells the user how to get out: forget the record, or restore
 	// the backup (named when one exists). Empty when not worked out.
 	Fix string
+	// Backend names a state that is not a file (Backend.Describe); then
+	// it is named instead of Path.
+	Backend string
 }
 
 func (e *CorruptError) Error() string {
-	msg := fmt.Sprintf("state file %s is damaged", e.Path)
+	msg := fmt.Sprintf("%s is damaged", stateName(e.Path, e.Backend))
 	if e.Address != "" {
-		msg = fmt.Sprintf("state file %s: record %q is damaged", e.Path, e.Address)
+		msg = fmt.Sprintf("%s: record %q is damaged", stateName(e.Path, e.Backend), e.Address)
 	}
 	msg += ": " + e.Reason
 	if e.Err != nil {
@@ -34,6 +37,15 @@ func (e *CorruptError) Error() string {
 		msg += "; " + e.Fix
 	}
 	return msg
+}
+
+// stateName names a state in messages: "state file PATH", or what a
+// backend that is not a file calls itself.
+func stateName(path, backend string) string {
+	if backend != "" {
+		return backend
+	}
+	return "state file " + path
 }
 
 // BackupPath is where a Store copies the state file before its first
@@ -89,6 +101,8 @@ type FutureSchemaError struct {
 	Address   string
 	Version   int
 	Supported int
+	// Backend: as CorruptError's.
+	Backend string
 }
 
 func (e *FutureSchemaError) Error() string {
@@ -100,8 +114,8 @@ func (e *FutureSchemaError) Error() string {
 	if e.Address != "" {
 		fix += fmt.Sprintf(", or forget the record with: sandboxer state rm %s", shellQuote(e.Address))
 	}
-	return fmt.Sprintf("state file %s: %s has schema version %d, written by a newer sandboxer (this one reads up to version %d); %s",
-		e.Path, what, e.Version, e.Supported, fix)
+	return fmt.Sprintf("%s: %s has schema version %d, written by a newer sandboxer (this one reads up to version %d); %s",
+		stateName(e.Path, e.Backend), what, e.Version, e.Supported, fix)
 }
 
 // LineageError reports that the state file was replaced underneath this
@@ -112,13 +126,15 @@ type LineageError struct {
 	// Want is the lineage this Store saw first; Got is the file's lineage
 	// now ("" when the file has disappeared).
 	Want, Got string
+	// Backend: as CorruptError's.
+	Backend string
 }
 
 func (e *LineageError) Error() string {
 	if e.Got == "" {
-		return fmt.Sprintf("state file %s disappeared during this command (it had lineage %s); refusing to write", e.Path, e.Want)
+		return fmt.Sprintf("%s disappeared during this command (it had lineage %s); refusing to write", stateName(e.Path, e.Backend), e.Want)
 	}
-	return fmt.Sprintf("state file %s was replaced during this command (lineage %s, was %s); refusing to write", e.Path, e.Got, e.Want)
+	return fmt.Sprintf("%s was replaced during this command (lineage %s, was %s); refusing to write", stateName(e.Path, e.Backend), e.Got, e.Want)
 }
 
 // StaleError reports that the state moved on since a saved plan was made
@@ -127,15 +143,17 @@ type StaleError struct {
 	Path                    string
 	WantLineage, GotLineage string
 	WantSerial, GotSerial   uint64
+	// Backend: as CorruptError's.
+	Backend string
 }
 
 func (e *StaleError) Error() string {
 	if e.WantLineage != e.GotLineage {
-		return fmt.Sprintf("state file %s is a different state than the plan was made for (lineage %s, plan expects %s)",
-			e.Path, orNone(e.GotLineage), orNone(e.WantLineage))
+		return fmt.Sprintf("%s is a different state than the plan was made for (lineage %s, plan expects %s)",
+			stateName(e.Path, e.Backend), orNone(e.GotLineage), orNone(e.WantLineage))
 	}
-	return fmt.Sprintf("state file %s changed since the plan was made (serial %d, plan expects %d)",
-		e.Path, e.GotSerial, e.WantSerial)
+	return fmt.Sprintf("%s changed since the plan was made (serial %d, plan expects %d)",
+		stateName(e.Path, e.Backend), e.GotSerial, e.WantSerial)
 }
 
 func orNone(s string) string {

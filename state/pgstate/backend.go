@@ -79,7 +79,7 @@ func (b *Backend) checkLineageLocked(got string) error {
 		return nil
 	}
 	if got != b.lineage {
-		return &state.LineageError{Path: b.Describe(), Want: b.lineage, Got: got}
+		return &state.LineageError{Backend: b.Describe(), Want: b.lineage, Got: got}
 	}
 	return nil
 }
@@ -255,7 +255,7 @@ func (b *Backend) ExpectLineage(ctx context.Context, lineage string, serial uint
 		b.observe(m.lineage)
 	}
 	if m.lineage != lineage || m.serial != serial {
-		return &state.StaleError{Path: b.Describe(), WantLineage: lineage, GotLineage: m.lineage, WantSerial: serial, GotSerial: m.serial}
+		return &state.StaleError{Backend: b.Describe(), WantLineage: lineage, GotLineage: m.lineage, WantSerial: serial, GotSerial: m.serial}
 	}
 	return nil
 }
@@ -293,7 +293,7 @@ func (b *Backend) ensure(ctx context.Context) (meta, error) {
 			return m, b.checkLineageLocked(m.lineage)
 		}
 		if b.lineage != "" {
-			return meta{}, &state.LineageError{Path: b.Describe(), Want: b.lineage}
+			return meta{}, &state.LineageError{Backend: b.Describe(), Want: b.lineage}
 		}
 		if err := b.create(ctx, ""); err != nil {
 			return meta{}, err
@@ -424,7 +424,7 @@ func (b *Backend) write(ctx context.Context, addr string, rec *state.Record) err
 		}
 		switch {
 		case b.lineage != "":
-			return &state.LineageError{Path: b.Describe(), Want: b.lineage}
+			return &state.LineageError{Backend: b.Describe(), Want: b.lineage}
 		case rec == nil:
 			return nil // deleting from a state that does not exist
 		}

@@ -72,7 +72,7 @@ func (m meta) check(where string) error {
 		return fmt.Errorf("%s: its tables have layout version %d, made by a newer sandboxer (this one knows up to %d); upgrade sandboxer", where, m.tables, TablesVersion)
 	}
 	if m.schema > state.SchemaVersion {
-		return &state.FutureSchemaError{Path: where, Version: m.schema, Supported: state.SchemaVersion}
+		return &state.FutureSchemaError{Backend: where, Version: m.schema, Supported: state.SchemaVersion}
 	}
 	return nil
 }
