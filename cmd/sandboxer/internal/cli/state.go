@@ -26,12 +26,16 @@ func newStateCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
 		Short: "Inspect and edit state",
-		Long: "Inspect the state file (.sandboxer/state.db, or --state) without touching the\n" +
-			"engine: list the recorded instances, show one (credentials stay hidden; see\n" +
-			"sandboxer env for them), or forget one without destroying it.",
+		Long: "Inspect the state (the file .sandboxer/state.db or --state, or the PostgreSQL\n" +
+			"database of --backend or SANDBOXER_BACKEND_URL) without touching the engine:\n" +
+			"list the recorded instances, show one (credentials stay hidden; see sandboxer\n" +
+			"env for them), or forget one without destroying it. rekey seals the secrets\n" +
+			"in it under SANDBOXER_STATE_KEY; migrate copies it to another backend.",
 		Example: "  sandboxer state list --json\n" +
 			"  sandboxer state show sandbox.ci\n" +
-			"  sandboxer state rm 'sandbox.agent[\"dev-7\"]'",
+			"  sandboxer state rm 'sandbox.agent[\"dev-7\"]'\n" +
+			"  SANDBOXER_STATE_KEY=$(openssl rand -base64 32) sandboxer state rekey\n" +
+			"  sandboxer state migrate --to \"$TEAM_PG_URL\"",
 		Args: rangeArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
