@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -120,5 +121,30 @@ func TestSealBoundToPlace(t *testing.T) {
 	ok := &Record{Address: "sandbox.a", Credentials: map[string]Credentials{"postgres": c}}
 	if err := unsealRecord("test", ok, k); err != nil || ok.Credentials["postgres"].Password != "pw-1" || ok.Credentials["postgres"].AdminPassword != "pw-2" {
 		t.Fatalf("unseal = %v, %+v", err, ok.Credentials["postgres"])
+	}
+}
+
+// Every Secret field of a record is sealed: a Secret added to Credentials
+// (or anywhere in Record) without being taught to secretFields fails here.
+func TestEverySecretFieldIsSealed(t *testing.T) {
+	var c Credentials
+	sealed := secretFields(&c)
+	secretType := reflect.TypeOf(Secret(""))
+	ct := reflect.TypeOf(c)
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		if f.Type != secretType {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if _, ok := sealed[name]; !ok {
+			t.Errorf("Credentials.%s is a Secret that sealRecord does not seal", f.Name)
+		}
+	}
+	rt := reflect.TypeOf(Record{})
+	for i := range rt.NumField() {
+		if rt.Field(i).Type == secretType {
+			t.Errorf("Record.%s is a Secret outside Credentials: sealRecord does not seal it", rt.Field(i).Name)
+		}
 	}
 }
