@@ -43,7 +43,7 @@ func TestJanitorOneLeaderTakesOver(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			runJanitor(ctx, ch, 10*time.Millisecond, r, store, slog.New(slog.NewTextHandler(buf, nil)))
+			runJanitor(ctx, ch, 10*time.Millisecond, r, nil, store, slog.New(slog.NewTextHandler(buf, nil)))
 		}()
 		return func() { close(ch); <-done }
 	}
