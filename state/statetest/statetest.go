@@ -56,6 +56,7 @@ func Run(t *testing.T, newState func(t *testing.T) State) {
 		{"Rotate", testRotate},
 		{"Passphrase", testPassphrase},
 		{"Import", testImport},
+		{"Move", testMove},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newState(t)) })
@@ -576,4 +577,26 @@ func testImport(t *testing.T, st State) {
 	if s := snapshot(t, st.Open(t, keys)).Serial; s != 46 {
 		t.Fatalf("serial after a write on the imported state = %d, want 46", s)
 	}
+}
+
+func testMove(t *testing.T, st State) {
+	keys := keyring(t, Key(t))
+	b := st.Open(t, keys)
+	from := Record(0, "mv")
+	must(t, b.Put(ctx(t), from))
+	must(t, b.Put(ctx(t), Record(1, "mv")))
+	before := snapshot(t, st.Open(t, keys)).Serial
+	to := Record(7, "mv")
+	must(t, st.Open(t, keys).Move(ctx(t), from.Address, to))
+	snap := snapshot(t, st.Open(t, keys))
+	if _, ok := snap.Records[from.Address]; ok {
+		t.Fatal("the moved record is still at its old address")
+	}
+	if diff := cmp.Diff(to, snap.Records[to.Address]); diff != "" {
+		t.Fatalf("moved record (-want +got):\n%s", diff)
+	}
+	if len(snap.Records) != 2 || snap.Serial <= before {
+		t.Fatalf("after Move: %d records, serial %d (was %d)", len(snap.Records), snap.Serial, before)
+	}
+	checkNoSecrets(t, st, to)
 }
