@@ -49,6 +49,8 @@ bench: images build
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
 	$(GO) run ./scripts/benchpool -bin $(BIN)
+	$(GO) test -run '^$$' -bench 'DatabasePerTest$$' -benchtime 100x .
+	$(GO) test -run '^$$' -bench 'DatabaseDensity$$' -benchtime 1x .
 	$(GO) run ./scripts/benchscale -bin $(BIN) -n $(SCALE_N)
 
 # The main job: the quick-start example, applied on this machine.
