@@ -296,3 +296,67 @@ func waitAddrFile(t *testing.T, path string) string {
 		}
 	}
 }
+
+// Eight processes claim at once from a pool of three: the per-instance
+// locks are file locks shared across processes, so exactly three claim
+// a member, each a different one, and the other five provision cold.
+func TestFleetPoolClaimsAcrossProcesses(t *testing.T) {
+	testenv.RequireDocker(t)
+	dir := t.TempDir()
+	writeConfig(t, dir, strings.Replace(fleetConfig, `ttl       = "10m"`, "ttl       = \"10m\"\n  pool {\n    size = 3\n  }", 1))
+	cleanupLineage(t, dir)
+	mustSandboxer(t, dir, "pool", "fill", "sandbox.agent")
+	const n = 8
+	outs := make([]string, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := sandboxerCmd(t, dir, "request", "sandbox.agent", "--key", fmt.Sprintf("p%d", i), "--json")
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			<-start
+			if err := cmd.Run(); err != nil {
+				t.Errorf("request p%d: %v", i, err)
+			}
+			outs[i] = out.String()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	fromPool := 0
+	passwords := map[string]bool{}
+	for i, o := range outs {
+		var s struct {
+			FromPool bool              `json:"from_pool"`
+			Env      map[string]string `json:"env"`
+		}
+		if err := json.Unmarshal([]byte(o), &s); err != nil {
+			t.Fatalf("request p%d: %v: %s", i, err, o)
+		}
+		if s.FromPool {
+			fromPool++
+		}
+		pw := s.Env["SANDBOXER_REDIS_PASSWORD"]
+		if pw == "" || passwords[pw] {
+			t.Errorf("request p%d: password empty or handed out twice", i)
+		}
+		passwords[pw] = true
+	}
+	if fromPool != 3 {
+		t.Errorf("%d of %d requests claimed from a pool of 3, want 3", fromPool, n)
+	}
+	_, addrs := stateOf(t, dir)
+	if len(addrs) != n {
+		t.Errorf("state holds %d instances, want %d (no member left, none given twice): %v", len(addrs), n, addrs)
+	}
+	for i := range n {
+		mustSandboxer(t, dir, "release", "sandbox.agent", "--key", fmt.Sprintf("p%d", i))
+	}
+	lineage, _ := stateOf(t, dir)
+	if left := labelled(t, lineage); left != 0 {
+		t.Errorf("%d containers or networks left labelled", left)
+	}
+}
