@@ -18,11 +18,15 @@ type Config struct {
 	Files     map[string]*hcl.File
 	Variables map[string]*Variable
 	Locals    map[string]cty.Value // local values by name
-	Provider  *Provider
-	Projects  map[string]*Project
-	Sandboxes map[string]*Sandbox // blocks by name
-	Instances []*Instance         // expanded instances, sorted by address
-	Outputs   []*Output           // sorted by name
+	// Provider is the docker provider block, Kubernetes the kubernetes
+	// one, each with defaults applied and always set; an instance runs on
+	// the one its Runtime names (ProviderFor).
+	Provider   *Provider
+	Kubernetes *Provider
+	Projects   map[string]*Project
+	Sandboxes  map[string]*Sandbox // blocks by name
+	Instances  []*Instance         // expanded instances, sorted by address
+	Outputs    []*Output           // sorted by name
 	// NetworkRefs are the user networks named in provider and sandbox
 	// blocks, each where it is written, for the plan-time existence check.
 	NetworkRefs []NetworkRef
@@ -49,6 +53,8 @@ type Variable struct {
 
 // Provider is the docker provider block with defaults applied.
 type Provider struct {
+	// Runtime is the block's label: RuntimeDocker or RuntimeKubernetes.
+	Runtime   string
 	Host      string           // empty: DOCKER_HOST or the local socket
 	Images    map[string]Image // service → image; every catalog service present (Default when not configured)
 	MemoryMB  int64            // per container memory limit
@@ -59,8 +65,14 @@ type Provider struct {
 	Publish Publish
 	// Storage is where PostgreSQL keeps its data: StorageVolume or
 	// StorageTmpfs.
-	Storage   string
-	DeclRange hcl.Range
+	Storage string
+	// Kubernetes only (kubernetes.go): the kubeconfig file ("": KUBECONFIG,
+	// then ~/.kube/config, then the in-cluster config), its context (""
+	// its current one) and the namespace sandboxes go in.
+	Kubeconfig string
+	Context    string
+	Namespace  string
+	DeclRange  hcl.Range
 }
 
 // Image is the image for one service and, for redis, where each feature's
@@ -139,6 +151,10 @@ type Instance struct {
 	// CarryData: a replace of a live instance copies its data into the
 	// new one before the old one goes (carry_data = true).
 	CarryData bool
+	// Runtime is where the instance runs: RuntimeDocker or
+	// RuntimeKubernetes (the sandbox's runtime, else its project's, else
+	// the configuration's default, see kubernetes.go).
+	Runtime   string
 	DeclRange hcl.Range
 }
 
@@ -175,4 +191,18 @@ type Input struct {
 type VarArg struct {
 	File  bool
 	Value string
+}
+
+// Runtimes a provider block can name.
+const (
+	RuntimeDocker     = "docker"
+	RuntimeKubernetes = "kubernetes"
+)
+
+// ProviderFor is the provider block of a runtime.
+func (c *Config) ProviderFor(runtime string) *Provider {
+	if runtime == RuntimeKubernetes {
+		return c.Kubernetes
+	}
+	return c.Provider
 }

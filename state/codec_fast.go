@@ -181,6 +181,15 @@ func (r *reader) resources() Resources {
 		case "volumes":
 			fields.once(r, 2)
 			res.Volumes = r.strs()
+		case "runtime":
+			fields.once(r, 3)
+			res.Runtime = r.str()
+		case "namespace":
+			fields.once(r, 4)
+			res.Namespace = r.str()
+		case "pod":
+			fields.once(r, 5)
+			res.Pod = r.str()
 		default:
 			r.fail()
 		}

@@ -28,7 +28,7 @@ func fullRecord() *Record {
 			CA: "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n", CAFile: "/tmp/ü/ca.pem",
 		}},
 		Reach:      Reach{Networks: []string{"agents", "ci"}, PublishAddress: "0.0.0.0", AdvertiseHost: "db.example", TLS: true},
-		Resources:  Resources{Network: "net", Containers: map[string]string{"postgres": "c1"}, Volumes: []string{"v1"}},
+		Resources:  Resources{Runtime: "kubernetes", Network: "net", Containers: map[string]string{"postgres": "c1"}, Volumes: []string{"v1"}, Namespace: "ns", Pod: "sbx-ci"},
 		CreatedAt:  at,
 		ExpiresAt:  at.Add(time.Hour),
 		Generation: -3, SeedDigest: "sha256:ab", LabelAddress: `sandbox.app["~pool-1"]`,

@@ -95,9 +95,30 @@ type Reach struct {
 // Resources identify what the provider created, so it can be found again;
 // labels on the resources remain the source of truth after a crash.
 type Resources struct {
+	// Runtime is where the instance runs: RuntimeDocker ("" in records
+	// made before there was another) or RuntimeKubernetes.
+	Runtime    string            `json:"runtime,omitempty"`
 	Network    string            `json:"network,omitempty"`
-	Containers map[string]string `json:"containers,omitempty"` // service → container id
+	Containers map[string]string `json:"containers,omitempty"` // service → container id (Kubernetes: container name)
 	Volumes    []string          `json:"volumes,omitempty"`
+	// Namespace and Pod name a Kubernetes instance's pod; the instance's
+	// Secret, Service and NetworkPolicy carry the pod's name.
+	Namespace string `json:"namespace,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+}
+
+// Runtimes an instance can run on (Resources.Runtime).
+const (
+	RuntimeDocker     = "docker"
+	RuntimeKubernetes = "kubernetes"
+)
+
+// RuntimeOf is the runtime the record's instance runs on.
+func (r *Record) RuntimeOf() string {
+	if r.Resources.Runtime == "" {
+		return RuntimeDocker
+	}
+	return r.Resources.Runtime
 }
 
 // Secret is a string that never prints itself: fmt verbs and error wrapping
