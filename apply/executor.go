@@ -275,7 +275,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Rec
 	made, err := e.Provider.Create(ctx, CreateRequest{
 		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
 		Images: ch.After.Images, Networks: ch.After.Networks, Publish: ch.After.Publish(),
-		Database: ch.Database,
+		Database: ch.Database, Runtime: ch.After.Runtime,
 	})
 	if err != nil {
 		return nil, err

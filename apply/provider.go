@@ -56,6 +56,10 @@ type CreateRequest struct {
 	// Database is the PostgreSQL database the handed-out role owns; ""
 	// means config.DefaultDatabase.
 	Database string
+	// Runtime is where the instance runs ("" for docker, as
+	// plan.Sandbox.Runtime): a provider that drives several runtimes
+	// routes by it.
+	Runtime string
 }
 
 // Created is what the provider made.

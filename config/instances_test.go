@@ -191,6 +191,9 @@ sandbox "s" {
 				if in.Publish == (Publish{}) {
 					in.Publish = DefaultPublish() // no provider block: loopback
 				}
+				if in.Runtime == "" {
+					in.Runtime = RuntimeDocker // no provider block: docker
+				}
 			}
 			if diff := cmp.Diff(tt.want, cfg.Instances, ignoreRanges, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("instances (-want +got):\n%s", diff)
@@ -293,6 +296,7 @@ provider "docker" {
 			cfg := load(t, tt.src, Input{})
 			tt.want.Publish = DefaultPublish()
 			tt.want.Storage = StorageVolume
+			tt.want.Runtime = RuntimeDocker
 			if diff := cmp.Diff(tt.want, cfg.Provider, ignoreRanges); diff != "" {
 				t.Errorf("provider (-want +got):\n%s", diff)
 			}

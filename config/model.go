@@ -100,7 +100,10 @@ type Project struct {
 	// Seed is the default seed of the project's sandboxes (nil: none).
 	Seed *Seed
 	// Profiles are named presets a request can ask for, by name.
-	Profiles  map[string]*Profile
+	Profiles map[string]*Profile
+	// Runtime is where the project's sandboxes run unless they say
+	// otherwise ("" when not set; kubernetes.go).
+	Runtime   string
 	DeclRange hcl.Range
 }
 

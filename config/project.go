@@ -17,6 +17,7 @@ var projectBlockSchema = &hcl.BodySchema{
 		{Name: "env_prefix"},
 		{Name: "seed_sql"},
 		{Name: "seed_snapshot"},
+		{Name: "runtime"}, // kubernetes.go
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "profile", LabelNames: []string{"name"}},
@@ -89,6 +90,8 @@ func (l *loader) decodeProjectBlock(b *hcl.Block) (p *Project, known bool, diags
 	data, more := l.decodeDataSettings(content, sc, "project."+p.Name)
 	diags = append(diags, more...)
 	p.Seed = data.Seed
+	p.Runtime, more = l.runtimeAttr(content, sc)
+	diags = append(diags, more...)
 	diags = append(diags, l.decodeProfiles(p, content.Blocks, known)...)
 	return p, known, diags
 }

@@ -59,29 +59,43 @@ func defaultImageRef(service string) string {
 	return service
 }
 
-// decodeProvider decodes the single optional provider block and fills in
-// defaults, so Config.Provider is always set and names an image for every
-// catalog service.
+// decodeProvider decodes the optional provider blocks, one per runtime,
+// and fills in defaults, so Config.Provider and Config.Kubernetes are
+// always set and name an image for every catalog service.
 func (l *loader) decodeProvider(blocks hcl.Blocks) hcl.Diagnostics {
-	p := &Provider{Images: map[string]Image{}, MemoryMB: DefaultMemoryMB, PidsLimit: DefaultPidsLimit, Publish: DefaultPublish(), Storage: StorageVolume}
-	l.cfg.Provider = p
+	p := &Provider{Runtime: RuntimeDocker, Images: map[string]Image{}, MemoryMB: DefaultMemoryMB, PidsLimit: DefaultPidsLimit, Publish: DefaultPublish(), Storage: StorageVolume}
+	k := newKubernetesProvider()
+	l.cfg.Provider, l.cfg.Kubernetes = p, k
 	var diags hcl.Diagnostics
-	for i, b := range blocks {
-		if i > 0 {
-			diags = append(diags, duplicateDiag("provider", b.Labels[0], blocks[0].DefRange, b.DefRange))
+	seen := map[string]*hcl.Block{}
+	for _, b := range blocks {
+		label := b.Labels[0]
+		if prev, ok := seen[label]; ok {
+			diags = append(diags, duplicateDiag("provider", label, prev.DefRange, b.DefRange))
 			continue
 		}
-		if b.Labels[0] != "docker" {
+		switch label {
+		case RuntimeDocker:
+			seen[label] = b
+			diags = append(diags, l.decodeProviderBlock(p, b)...)
+		case RuntimeKubernetes:
+			seen[label] = b
+			diags = append(diags, l.decodeKubernetesBlock(k, b)...)
+		default:
 			diags = append(diags, errorDiag("Unsupported provider",
-				fmt.Sprintf("There is no provider named %q; sandboxer supports only the \"docker\" provider.", b.Labels[0]),
+				fmt.Sprintf("There is no provider named %q; sandboxer supports the \"docker\" and \"kubernetes\" providers.", label),
 				b.LabelRanges[0]))
-			continue
 		}
-		diags = append(diags, l.decodeProviderBlock(p, b)...)
 	}
-	for _, svc := range l.cat.Services() {
-		if _, ok := p.Images[svc]; !ok {
-			p.Images[svc] = Image{Ref: defaultImageRef(svc), Default: true}
+	l.defaultRuntime = RuntimeDocker
+	if seen[RuntimeKubernetes] != nil && seen[RuntimeDocker] == nil {
+		l.defaultRuntime = RuntimeKubernetes
+	}
+	for _, prov := range []*Provider{p, k} {
+		for _, svc := range l.cat.Services() {
+			if _, ok := prov.Images[svc]; !ok {
+				prov.Images[svc] = Image{Ref: defaultImageRef(svc), Default: true}
+			}
 		}
 	}
 	return diags
@@ -100,6 +114,21 @@ func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics 
 			diags = append(diags, more...)
 		}
 	}
+	diags = append(diags, l.decodeLimitsAndStorage(p, content, sc)...)
+	if attr, ok := content.Attributes["networks"]; ok {
+		nets, more := l.networkList(attr, sc)
+		diags = append(diags, more...)
+		p.Networks = nets
+	}
+	diags = append(diags, l.decodePublish(p, content, sc)...)
+	diags = append(diags, l.decodeImageBlocks(p, content.Blocks)...)
+	return diags
+}
+
+// decodeLimitsAndStorage reads memory_mb, pids_limit and storage, which
+// every runtime takes.
+func (l *loader) decodeLimitsAndStorage(p *Provider, content *hcl.BodyContent, sc scope) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	for _, name := range []string{"memory_mb", "pids_limit"} {
 		attr, ok := content.Attributes[name]
 		if !ok {
@@ -133,14 +162,14 @@ func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics 
 			p.Storage = st
 		}
 	}
-	if attr, ok := content.Attributes["networks"]; ok {
-		nets, more := l.networkList(attr, sc)
-		diags = append(diags, more...)
-		p.Networks = nets
-	}
-	diags = append(diags, l.decodePublish(p, content, sc)...)
+	return diags
+}
+
+// decodeImageBlocks reads a provider's image blocks, one per service.
+func (l *loader) decodeImageBlocks(p *Provider, blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	seen := map[string]hcl.Range{}
-	for _, ib := range content.Blocks {
+	for _, ib := range blocks {
 		svc := ib.Labels[0]
 		if err := l.cat.CheckService(svc); err != nil {
 			diags = append(diags, catalogDiag(err, ib.LabelRanges[0]))

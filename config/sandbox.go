@@ -24,6 +24,7 @@ var sandboxBlockSchema = &hcl.BodySchema{
 		{Name: "seed_sql"},
 		{Name: "seed_snapshot"},
 		{Name: "carry_data"},
+		{Name: "runtime"}, // kubernetes.go
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "pool"}}, // pool.go
 }
@@ -236,11 +237,26 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		ttl, more = l.ttl(attr, sc)
 		diags = append(diags, more...)
 	}
-	networks := l.cfg.Provider.Networks
+	runtime, more := l.runtimeAttr(content, sc)
+	diags = append(diags, more...)
+	if runtime == "" && p != nil {
+		runtime = p.Runtime
+	}
+	if runtime == "" {
+		runtime = l.defaultRuntime
+	}
+	prov := l.cfg.ProviderFor(runtime)
+	networks := prov.Networks
 	if attr, ok := content.Attributes["networks"]; ok {
-		own, more := l.instanceNetworks(attr, sc, addr)
-		diags = append(diags, more...)
-		networks = SortedUnique(append(slices.Clone(networks), own...))
+		if runtime == RuntimeKubernetes {
+			diags = append(diags, errorDiag("Docker setting on a Kubernetes sandbox",
+				fmt.Sprintf("%s runs on kubernetes, where networks (Docker user networks) do not exist: pods share the cluster's network and in-cluster clients reach a sandbox by its Service name. Remove networks, or set runtime = \"docker\".", owner),
+				attr.NameRange))
+		} else {
+			own, more := l.instanceNetworks(attr, sc, addr)
+			diags = append(diags, more...)
+			networks = SortedUnique(append(slices.Clone(networks), own...))
+		}
 	}
 	var opted []string
 	if p != nil && checkOptIn {
@@ -264,11 +280,12 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		TTL:       ttl,
 		OnDemand:  sb.OnDemand,
 		Networks:  networks,
-		Publish:   l.cfg.Provider.Publish,
+		Publish:   prov.Publish,
 		Database:  or(fw.Database, p.Database),
 		EnvPrefix: or(fw.EnvPrefix, p.EnvPrefix),
 		Seed:      mergeSeed(data.Seed, p.Seed),
 		CarryData: data.CarryData,
+		Runtime:   runtime,
 		DeclRange: sb.DeclRange,
 	}, diags
 }

@@ -180,7 +180,7 @@ func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefi
 	// The image each service runs is chosen as plan chooses it, then
 	// images and features are checked before anything is made, as plan
 	// does for apply.
-	if err := plan.ChooseImages([]*plan.Change{ch}, b.Config.Provider); err != nil {
+	if err := plan.ChooseImagesFor([]*plan.Change{ch}, b.Config.ProviderFor); err != nil {
 		return nil, &Error{Kind: Unavailable, Msg: err.Error(), Err: err}
 	}
 	if err := apply.Preflight(ctx, b.Provider, []*plan.Change{ch}, b.Data); err != nil {

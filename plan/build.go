@@ -90,7 +90,7 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 		p.Pools = pools(cfg, snap, opts.Now)
 	}
 	if cfg.Provider != nil {
-		if err := ChooseImages(p.Changes, cfg.Provider); err != nil {
+		if err := ChooseImagesFor(p.Changes, cfg.ProviderFor); err != nil {
 			return nil, err
 		}
 	}
@@ -145,7 +145,8 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 			// with the cache's: one dropped from it may be gone from the
 			// engine, and joining it would fail every replacement.
 			Networks: in.Networks,
-			Exposure: exposure(in.Publish)}
+			Exposure: exposure(in.Publish),
+			Runtime:  runtimeField(in.Runtime)}
 		// Data carried from an instance seeded differently would undo
 		// the new seed, so a changed seed always starts afresh.
 		c.CarryData = (in.CarryData || opts.CarryData) && rec.SeedDigest == c.SeedDigest
@@ -159,6 +160,9 @@ func Decide(in *config.Instance, rec *state.Record, obs Observed, opts Options) 
 		return replaceWith(ReasonReplaceByRequest)
 	case Expired(rec, opts.Now):
 		return replaceWith(ReasonExpired)
+	}
+	if cached.Runtime != runtimeField(in.Runtime) {
+		return replaceWith(ReasonRuntimeChanged)
 	}
 	if missing := missingServices(cached.Services, in.Services); len(missing) > 0 {
 		c.MissingServices = missing
@@ -230,7 +234,8 @@ func recordSandbox(rec *state.Record) *Sandbox {
 		fs[svc] = rec.Features[svc]
 	}
 	fs = fs.Normalize()
-	return &Sandbox{Services: fs.Services(), Features: fs, Networks: rec.Reach.Networks, Exposure: recordExposure(rec.Reach)}
+	return &Sandbox{Services: fs.Services(), Features: fs, Networks: rec.Reach.Networks, Exposure: recordExposure(rec.Reach),
+		Runtime: runtimeField(rec.RuntimeOf())}
 }
 
 // Expired reports whether a record's TTL has run out at now.

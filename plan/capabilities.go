@@ -88,7 +88,7 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 			continue
 		}
 		for _, svc := range c.After.Features.Services() {
-			ic, known := caps[ImageUse{Service: svc, Ref: c.After.Images[svc]}]
+			ic, known := caps[ImageUse{Service: svc, Ref: c.After.Images[svc], Runtime: c.After.Runtime}]
 			if !known {
 				continue
 			}

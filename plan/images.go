@@ -13,6 +13,8 @@ import (
 type ImageUse struct {
 	Service string
 	Ref     string
+	// Runtime is where the image runs: "" for docker, as Sandbox.Runtime.
+	Runtime string
 }
 
 // ChooseImages sets, on every create and replace, the image each service
@@ -26,6 +28,12 @@ func ChooseImages(changes []*Change, prov *config.Provider) error {
 	if prov == nil {
 		return nil // no provider configuration: the provider chooses (tests)
 	}
+	return ChooseImagesFor(changes, func(string) *config.Provider { return prov })
+}
+
+// ChooseImagesFor is ChooseImages where each change's runtime has its own
+// provider configuration (config.Config.ProviderFor).
+func ChooseImagesFor(changes []*Change, providerFor func(runtime string) *config.Provider) error {
 	var out []ImageRefusal
 	// Instances mostly share a few feature sets: each is looked up once.
 	type choice struct {
@@ -39,10 +47,10 @@ func ChooseImages(changes []*Change, prov *config.Provider) error {
 		}
 		c.After.Images = make(map[string]string, len(c.After.Features))
 		for _, svc := range c.After.Features.Services() {
-			key := svc + "\x00" + strings.Join(c.After.Features[svc], ",")
+			key := c.After.Runtime + "\x00" + svc + "\x00" + strings.Join(c.After.Features[svc], ",")
 			ch, ok := memo[key]
 			if !ok {
-				ch.img, ch.err = prov.ImageFor(svc, c.After.Features[svc])
+				ch.img, ch.err = providerFor(c.After.RuntimeName()).ImageFor(svc, c.After.Features[svc])
 				memo[key] = ch
 			}
 			img, err := ch.img, ch.err
@@ -97,7 +105,7 @@ func ImagesToStart(changes []*Change) []ImageUse {
 			continue
 		}
 		for _, svc := range c.After.Features.Services() {
-			u := ImageUse{Service: svc, Ref: c.After.Images[svc]}
+			u := ImageUse{Service: svc, Ref: c.After.Images[svc], Runtime: c.After.Runtime}
 			if !seen[u] {
 				seen[u] = true
 				out = append(out, u)
@@ -105,6 +113,9 @@ func ImagesToStart(changes []*Change) []ImageUse {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
+		if out[i].Runtime != out[j].Runtime {
+			return out[i].Runtime < out[j].Runtime
+		}
 		if out[i].Service != out[j].Service {
 			return out[i].Service < out[j].Service
 		}

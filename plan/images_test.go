@@ -48,7 +48,7 @@ func TestChooseImages(t *testing.T) {
 		t.Errorf("images (-want +got):\n%s", diff)
 	}
 	wantUses := []ImageUse{
-		{"postgres", "pgvector/pgvector:pg17"}, {"postgres", "postgis/postgis:17-3.5"}, {"redis", "redis:8"},
+		{"postgres", "pgvector/pgvector:pg17", ""}, {"postgres", "postgis/postgis:17-3.5", ""}, {"redis", "redis:8", ""},
 	}
 	if diff := cmp.Diff(wantUses, ImagesToStart(p.Changes)); diff != "" {
 		t.Errorf("ImagesToStart (-want +got):\n%s", diff)

@@ -59,6 +59,11 @@ const (
 	// loaded with. Its data would not be what the seed says, so it is
 	// replaced and seeded afresh.
 	ReasonSeedChanged Reason = "seed_changed"
+	// ReasonRuntimeChanged: the configuration puts the sandbox on another
+	// runtime (docker, kubernetes) than the cached one runs on. Nothing
+	// moves between runtimes in place, so it is replaced there, new
+	// before old, and its credentials rotate.
+	ReasonRuntimeChanged Reason = "runtime_changed"
 	// ReasonNone is used for deletes in a destroy plan, which need no reason.
 	ReasonNone Reason = ""
 )
@@ -76,6 +81,25 @@ type Sandbox struct {
 	// Images is the image each service runs, service → reference: set on
 	// the After of a create or replace (ChooseImages), omitted elsewhere.
 	Images map[string]string `json:"images,omitempty"`
+	// Runtime is where the instance runs; omitted for docker, so plans
+	// of Docker sandboxes read as they did before there was another.
+	Runtime string `json:"runtime,omitempty"`
+}
+
+// RuntimeName is the sandbox's runtime, config.RuntimeDocker when unset.
+func (s *Sandbox) RuntimeName() string {
+	if s.Runtime == "" {
+		return config.RuntimeDocker
+	}
+	return s.Runtime
+}
+
+// runtimeField is what Sandbox.Runtime holds for a runtime.
+func runtimeField(runtime string) string {
+	if runtime == config.RuntimeDocker {
+		return ""
+	}
+	return runtime
 }
 
 // Change is the planned action for one instance.

@@ -8,7 +8,7 @@ import (
 // desiredSandbox is what a first provision of in gets.
 func desiredSandbox(in *config.Instance) *Sandbox {
 	return &Sandbox{Services: in.Provision.Services(), Features: in.Provision,
-		Networks: in.Networks, Exposure: exposure(in.Publish)}
+		Networks: in.Networks, Exposure: exposure(in.Publish), Runtime: runtimeField(in.Runtime)}
 }
 
 // exposure is nil for the default (loopback without TLS), so plans and

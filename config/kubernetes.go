@@ -1,0 +1,145 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// The kubernetes provider block and the runtime a sandbox runs on.
+//
+// A configuration may hold a docker block, a kubernetes block, or both;
+// each project and sandbox picks one with runtime = "docker" or
+// "kubernetes" (the sandbox's setting wins). Without one, instances run on
+// kubernetes when that is the only provider block and on docker otherwise,
+// so every configuration written before the kubernetes provider existed
+// means what it did.
+
+// kubernetesBlockSchema lists the docker-only settings too, so that one in
+// a kubernetes block gets a diagnostic saying so rather than hcl's bare
+// "Unsupported argument".
+var kubernetesBlockSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "kubeconfig"},
+		{Name: "context"},
+		{Name: "namespace"},
+		{Name: "memory_mb"},
+		{Name: "pids_limit"},
+		{Name: "tls"},
+		{Name: "storage"},
+		{Name: "host"},
+		{Name: "networks"},
+		{Name: "publish_address"},
+		{Name: "advertise_host"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "image", LabelNames: []string{"service"}}},
+}
+
+// dockerOnlySettings say, for each docker setting, what stands for it on
+// Kubernetes.
+var dockerOnlySettings = map[string]string{
+	"host":            "the cluster is chosen with kubeconfig and context",
+	"networks":        "pods share the cluster's network; in-cluster clients reach a sandbox by its Service name",
+	"publish_address": "a sandbox is reached at its pod IP from where sandboxer runs and at its Service name in the cluster",
+	"advertise_host":  "handed-out URLs name the pod IP and the Service name",
+}
+
+// DefaultNamespace is where sandboxes go when the kubernetes block names no
+// namespace.
+const DefaultNamespace = "default"
+
+// PodAddress is the publish address recorded for Kubernetes sandboxes: they
+// are reached at their pod's IP, not at a published host port.
+const PodAddress = "pod-ip"
+
+// KubernetesPublish is the exposure of a Kubernetes sandbox.
+func KubernetesPublish(tls bool) Publish {
+	return Publish{Address: PodAddress, AdvertiseHost: PodAddress, TLS: tls}
+}
+
+// namespaceRE is a DNS-1123 label, what Kubernetes accepts as a namespace.
+var namespaceRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+func newKubernetesProvider() *Provider {
+	return &Provider{Runtime: RuntimeKubernetes, Images: map[string]Image{}, MemoryMB: DefaultMemoryMB,
+		PidsLimit: DefaultPidsLimit, Publish: KubernetesPublish(false), Storage: StorageVolume, Namespace: DefaultNamespace}
+}
+
+func (l *loader) decodeKubernetesBlock(p *Provider, b *hcl.Block) hcl.Diagnostics {
+	p.DeclRange = b.DefRange
+	content, diags := b.Body.Content(kubernetesBlockSchema)
+	sc := scope{locals: true}
+	for _, name := range []string{"host", "networks", "publish_address", "advertise_host"} {
+		if attr, ok := content.Attributes[name]; ok {
+			diags = append(diags, errorDiag("Docker setting in a kubernetes provider",
+				fmt.Sprintf("%s is a setting of the docker provider; the kubernetes provider does not take it (%s). Remove it, or move it to a provider \"docker\" block.", name, dockerOnlySettings[name]),
+				attr.NameRange))
+		}
+	}
+	str := func(name string) (string, *hcl.Attribute, bool) {
+		attr, ok := content.Attributes[name]
+		if !ok {
+			return "", nil, false
+		}
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		s, ok, more := typed(v, attr.Expr, cty.String, name)
+		diags = append(diags, more...)
+		if !ok {
+			return "", attr, false
+		}
+		return s.AsString(), attr, true
+	}
+	if s, _, ok := str("kubeconfig"); ok {
+		p.Kubeconfig = s
+	}
+	if s, _, ok := str("context"); ok {
+		p.Context = s
+	}
+	if s, attr, ok := str("namespace"); ok {
+		if !namespaceRE.MatchString(s) {
+			diags = append(diags, errorDiag("Invalid namespace",
+				fmt.Sprintf("%s is not a Kubernetes namespace name: up to 63 lower-case letters, digits and inner dashes.", quote(s)),
+				attr.Expr.Range()))
+		} else {
+			p.Namespace = s
+		}
+	}
+	if attr, ok := content.Attributes["tls"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		if bv, ok, more := typed(v, attr.Expr, cty.Bool, "tls"); ok {
+			p.Publish = KubernetesPublish(bv.True())
+		} else {
+			diags = append(diags, more...)
+		}
+	}
+	diags = append(diags, l.decodeLimitsAndStorage(p, content, sc)...)
+	diags = append(diags, l.decodeImageBlocks(p, content.Blocks)...)
+	return diags
+}
+
+// runtimeAttr decodes a project's or sandbox's runtime argument; "" when
+// absent or invalid (the diagnostic says which).
+func (l *loader) runtimeAttr(content *hcl.BodyContent, sc scope) (string, hcl.Diagnostics) {
+	attr, ok := content.Attributes["runtime"]
+	if !ok {
+		return "", nil
+	}
+	v, diags := l.ev.eval(attr.Expr, sc)
+	s, ok, more := typed(v, attr.Expr, cty.String, "runtime")
+	diags = append(diags, more...)
+	if !ok {
+		return "", diags
+	}
+	switch rt := s.AsString(); rt {
+	case RuntimeDocker, RuntimeKubernetes:
+		return rt, diags
+	default:
+		return "", append(diags, errorDiag("Invalid runtime",
+			fmt.Sprintf("runtime is %s; it must be %q (the provider \"docker\" block) or %q (the provider \"kubernetes\" block).", quote(rt), RuntimeDocker, RuntimeKubernetes),
+			attr.Expr.Range()))
+	}
+}
