@@ -2,11 +2,14 @@ package sandboxer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -17,14 +20,18 @@ import (
 // and sets them up from Options. Everything else talks to apply.Provider
 // and its capabilities.
 
-// connect makes the provider a provider block describes: Options.Provider
-// or Options.NewProvider when set, else the Docker runtime.
-func (s *Sandboxer) connect(ctx context.Context, pc *config.Provider) (apply.Provider, error) {
+// connect makes the provider of a runtime from its provider block:
+// Options.Provider or Options.NewProvider when set, else the Docker or
+// the Kubernetes runtime.
+func (s *Sandboxer) connect(ctx context.Context, runtime string, pc *config.Provider) (apply.Provider, error) {
 	if s.opts.Provider != nil {
 		return s.opts.Provider, nil
 	}
 	if s.opts.NewProvider != nil {
 		return s.opts.NewProvider(ctx, pc, s.cat)
+	}
+	if runtime == config.RuntimeKubernetes {
+		return s.connectKubernetes(ctx, pc)
 	}
 	readyTimeout, err := s.readyTimeout()
 	if err != nil {
@@ -106,4 +113,33 @@ func (s *Sandboxer) caDir() string {
 		return abs
 	}
 	return dir
+}
+
+// connectKubernetes makes the Kubernetes runtime. A cluster that cannot
+// be reached, or a namespace it lacks, is blamed on the provider block
+// when the configuration has one, so plan shows where it is set.
+func (s *Sandboxer) connectKubernetes(ctx context.Context, pc *config.Provider) (apply.Provider, error) {
+	if pc == nil {
+		return nil, &Error{Code: CodeInvalid, Message: "the plan has no kubernetes provider configuration; run sandboxer plan again"}
+	}
+	return nil, s.locatedProviderError(pc, errors.New("the kubernetes runtime is not built into this sandboxer yet"))
+}
+
+// locatedProviderError turns a failed connect into a diagnostic on the
+// provider block (its runtime's own message as the detail), or returns it
+// as it is when there is no block to blame.
+func (s *Sandboxer) locatedProviderError(pc *config.Provider, err error) error {
+	if pc.DeclRange.Filename == "" || s.cfg == nil {
+		return err
+	}
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot use the " + pc.Runtime + " provider",
+		Detail: upperFirst(err.Error()) + ".", Subject: pc.DeclRange.Ptr()}
+	return &ConfigError{Diagnostics: hcl.Diagnostics{d}, Files: s.cfg.Files}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 )
 
@@ -40,8 +41,12 @@ func (s *Sandboxer) Features(ctx context.Context) (*FeatureList, error) {
 		// The configured image, or with none the service's bare default
 		// (a request for a packaged feature then runs the default image
 		// that has it: config.DefaultImages).
+		// On the runtime sandboxes go to by default.
 		use := plan.ImageUse{Service: svc}
-		if img, err := s.cfg.Provider.ImageFor(svc, nil); err == nil {
+		if s.cfg.DefaultRuntime == config.RuntimeKubernetes {
+			use.Runtime = config.RuntimeKubernetes
+		}
+		if img, err := s.cfg.ProviderFor(s.cfg.DefaultRuntime).ImageFor(svc, nil); err == nil {
 			use.Ref = img.Ref
 		}
 		caps, err := prov.Check(ctx, []plan.ImageUse{use})

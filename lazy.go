@@ -2,8 +2,10 @@ package sandboxer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/sandboxer/sandboxer/apply"
@@ -13,61 +15,101 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// lazyProvider connects to the engine on first use. A failed connect is
-// not remembered, so a long-running serve recovers when the engine comes
-// back. It forwards Provider and, found with apply.As on the connected
-// provider, each capability the packages it is handed to use: the label
-// inventory (reap), data (snapshot) and SQL (seeds). A capability the
-// provider lacks fails the call that needs it, naming it.
+// lazyProvider connects to each runtime (the Docker engine, the Kubernetes
+// cluster) on first use and routes every call to the runtime it concerns:
+// a create by its request's runtime, a probe, delete or data move by its
+// record's. A failed connect is not remembered, so a long-running serve
+// recovers when the engine comes back. It forwards Provider and, found
+// with apply.As on the connected provider, each capability the packages it
+// is handed to use: the label inventory (reap), data (snapshot) and SQL
+// (seeds). A capability the provider lacks fails the call that needs it,
+// naming it.
 type lazyProvider struct {
-	connect func(ctx context.Context) (apply.Provider, error)
+	connect func(ctx context.Context, runtime string) (apply.Provider, error)
 	// owned is false for a provider the caller passed in: Close leaves it.
 	owned bool
-	mu    sync.Mutex
-	p     apply.Provider
+	// runtimes are the ones the configuration puts sandboxes on: get
+	// connects them all (so an unreachable one fails a plan before
+	// anything is created) and the inventory lists them all. Others are
+	// connected when a record or request names them.
+	runtimes []string
+	mu       sync.Mutex
+	conns    map[string]apply.Provider
 }
 
 var (
-	_ apply.Provider     = (*lazyProvider)(nil)
-	_ apply.Inventory    = (*lazyProvider)(nil)
-	_ snapshot.Engine    = (*lazyProvider)(nil)
-	_ snapshot.SQLRunner = (*lazyProvider)(nil)
+	_ apply.Provider       = (*lazyProvider)(nil)
+	_ apply.Inventory      = (*lazyProvider)(nil)
+	_ apply.NetworkChecker = (*lazyProvider)(nil)
+	_ snapshot.Engine      = (*lazyProvider)(nil)
+	_ snapshot.SQLRunner   = (*lazyProvider)(nil)
 )
 
-func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
+// on returns the provider of runtime ("" is docker), connecting it.
+func (l *lazyProvider) on(ctx context.Context, runtime string) (apply.Provider, error) {
+	if runtime == "" {
+		runtime = config.RuntimeDocker
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.p != nil {
-		return l.p, nil
+	if p := l.conns[runtime]; p != nil {
+		return p, nil
 	}
-	p, err := l.connect(ctx)
+	p, err := l.connect(ctx, runtime)
 	if err != nil {
 		return nil, err
 	}
-	l.p = p
+	if l.conns == nil {
+		l.conns = map[string]apply.Provider{}
+	}
+	l.conns[runtime] = p
 	return p, nil
 }
 
-// Close closes the provider if one was connected and it is ours.
+// get connects every runtime the configuration uses and returns the
+// provider that routes between them.
+func (l *lazyProvider) get(ctx context.Context) (apply.Provider, error) {
+	for _, rt := range l.runtimeList() {
+		if _, err := l.on(ctx, rt); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *lazyProvider) runtimeList() []string {
+	if len(l.runtimes) == 0 {
+		return []string{config.RuntimeDocker}
+	}
+	return l.runtimes
+}
+
+// Close closes the providers that were connected, if they are ours.
 func (l *lazyProvider) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c, ok := l.p.(io.Closer); ok && l.owned {
-		return c.Close()
+	if !l.owned {
+		return nil
 	}
-	return nil
+	var errs []error
+	for _, p := range l.conns {
+		if c, ok := p.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// capabilityOf connects and returns the provider's capability T.
-func capabilityOf[T any](ctx context.Context, l *lazyProvider, what string) (T, error) {
+// capabilityOn connects runtime and returns its provider's capability T.
+func capabilityOn[T any](ctx context.Context, l *lazyProvider, runtime, what string) (T, error) {
 	var zero T
-	p, err := l.get(ctx)
+	p, err := l.on(ctx, runtime)
 	if err != nil {
 		return zero, err
 	}
 	c, ok := apply.As[T](p)
 	if !ok {
-		return zero, fmt.Errorf("this provider cannot %s", what)
+		return zero, fmt.Errorf("the %s provider cannot %s", or(runtime, config.RuntimeDocker), what)
 	}
 	return c, nil
 }
@@ -75,16 +117,42 @@ func capabilityOf[T any](ctx context.Context, l *lazyProvider, what string) (T, 
 // capability returns p's capability T, as apply.As.
 func capability[T any](p apply.Provider) (T, bool) { return apply.As[T](p) }
 
+// Check asks each runtime about its own images. Providers see uses
+// without the runtime (each knows its own) and the answers get it back.
 func (l *lazyProvider) Check(ctx context.Context, images []plan.ImageUse) (plan.Capabilities, error) {
-	p, err := l.get(ctx)
-	if err != nil {
-		return nil, err
+	byRuntime := map[string][]plan.ImageUse{}
+	var order []string
+	for _, u := range images {
+		if _, seen := byRuntime[u.Runtime]; !seen {
+			order = append(order, u.Runtime)
+		}
+		own := u
+		own.Runtime = ""
+		byRuntime[u.Runtime] = append(byRuntime[u.Runtime], own)
 	}
-	return p.Check(ctx, images)
+	if len(order) == 0 {
+		order = []string{""}
+	}
+	out := plan.Capabilities{}
+	for _, rt := range order {
+		p, err := l.on(ctx, rt)
+		if err != nil {
+			return nil, err
+		}
+		caps, err := p.Check(ctx, byRuntime[rt])
+		if err != nil {
+			return nil, err
+		}
+		for u, c := range caps {
+			u.Runtime = rt
+			out[u] = c
+		}
+	}
+	return out, nil
 }
 
 func (l *lazyProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
-	p, err := l.get(ctx)
+	p, err := l.on(ctx, req.Runtime)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +160,7 @@ func (l *lazyProvider) Create(ctx context.Context, req apply.CreateRequest) (*ap
 }
 
 func (l *lazyProvider) Probe(ctx context.Context, rec *state.Record) error {
-	p, err := l.get(ctx)
+	p, err := l.on(ctx, rec.RuntimeOf())
 	if err != nil {
 		return err
 	}
@@ -100,42 +168,72 @@ func (l *lazyProvider) Probe(ctx context.Context, rec *state.Record) error {
 }
 
 func (l *lazyProvider) Delete(ctx context.Context, rec *state.Record) error {
-	p, err := l.get(ctx)
+	p, err := l.on(ctx, rec.RuntimeOf())
 	if err != nil {
 		return err
 	}
 	return p.Delete(ctx, rec)
 }
 
-// ListManaged lists by label; a provider without an inventory (the fake
-// before it had one) has no orphans to find.
+// ListManaged lists by label on every runtime the configuration uses,
+// each resource marked with its runtime for DeleteManaged; a provider
+// without an inventory (the fake before it had one) has no orphans to
+// find.
 func (l *lazyProvider) ListManaged(ctx context.Context, lineage string) ([]apply.Resource, error) {
-	p, err := l.get(ctx)
-	if err != nil {
-		return nil, err
+	var out []apply.Resource
+	var listed []apply.Provider // one provider passed in serves every runtime
+	for _, rt := range l.runtimeList() {
+		p, err := l.on(ctx, rt)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(listed, p) {
+			continue
+		}
+		listed = append(listed, p)
+		inv, ok := apply.As[apply.Inventory](p)
+		if !ok {
+			continue
+		}
+		items, err := inv.ListManaged(ctx, lineage)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			it.Runtime = rt
+			out = append(out, it)
+		}
 	}
-	inv, ok := apply.As[apply.Inventory](p)
-	if !ok {
-		return nil, nil
-	}
-	return inv.ListManaged(ctx, lineage)
+	return out, nil
 }
 
 func (l *lazyProvider) DeleteManaged(ctx context.Context, items []apply.Resource) error {
-	if len(items) == 0 {
-		return nil
+	byRuntime := map[string][]apply.Resource{}
+	for _, it := range items {
+		byRuntime[or(it.Runtime, config.RuntimeDocker)] = append(byRuntime[or(it.Runtime, config.RuntimeDocker)], it)
 	}
-	inv, err := capabilityOf[apply.Inventory](ctx, l, "list or remove its resources by label")
-	if err != nil {
-		return err
+	rts := make([]string, 0, len(byRuntime))
+	for rt := range byRuntime {
+		rts = append(rts, rt)
 	}
-	return inv.DeleteManaged(ctx, items)
+	slices.Sort(rts)
+	for _, rt := range rts {
+		inv, err := capabilityOn[apply.Inventory](ctx, l, rt, "list or remove its resources by label")
+		if err != nil {
+			return err
+		}
+		if err := inv.DeleteManaged(ctx, byRuntime[rt]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// MissingNetworks makes the lazy provider a network checker; a provider
-// without one knows of no user networks to lack.
+// MissingNetworks makes the lazy provider a network checker. User
+// networks are Docker's; a provider without a checker knows of none to
+// lack.
 func (l *lazyProvider) MissingNetworks(ctx context.Context, names []string) ([]string, error) {
-	p, err := l.get(ctx)
+	p, err := l.on(ctx, config.RuntimeDocker)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +245,7 @@ func (l *lazyProvider) MissingNetworks(ctx context.Context, names []string) ([]s
 }
 
 func (l *lazyProvider) Dump(ctx context.Context, rec *state.Record, service string, w io.Writer) error {
-	e, err := capabilityOf[snapshot.Engine](ctx, l, "snapshot or restore data")
+	e, err := capabilityOn[snapshot.Engine](ctx, l, rec.RuntimeOf(), "snapshot or restore data")
 	if err != nil {
 		return err
 	}
@@ -155,7 +253,7 @@ func (l *lazyProvider) Dump(ctx context.Context, rec *state.Record, service stri
 }
 
 func (l *lazyProvider) Load(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
-	e, err := capabilityOf[snapshot.Engine](ctx, l, "snapshot or restore data")
+	e, err := capabilityOn[snapshot.Engine](ctx, l, rec.RuntimeOf(), "snapshot or restore data")
 	if err != nil {
 		return err
 	}
@@ -163,7 +261,7 @@ func (l *lazyProvider) Load(ctx context.Context, rec *state.Record, service stri
 }
 
 func (l *lazyProvider) Keep(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
-	e, err := capabilityOf[snapshot.Engine](ctx, l, "snapshot or restore data")
+	e, err := capabilityOn[snapshot.Engine](ctx, l, rec.RuntimeOf(), "snapshot or restore data")
 	if err != nil {
 		return err
 	}
@@ -171,21 +269,70 @@ func (l *lazyProvider) Keep(ctx context.Context, rec *state.Record, service stri
 }
 
 func (l *lazyProvider) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
-	r, err := capabilityOf[snapshot.SQLRunner](ctx, l, "run seed SQL")
+	r, err := capabilityOn[snapshot.SQLRunner](ctx, l, rec.RuntimeOf(), "run seed SQL")
 	if err != nil {
 		return err
 	}
 	return r.RunSQL(ctx, rec, files)
 }
 
-// providerFor is a provider for other provider settings than the
-// configuration's (a saved plan's), connected on first use; the caller
-// closes it.
-func (s *Sandboxer) providerFor(pc *config.Provider) *lazyProvider {
-	if s.opts.Provider != nil {
-		return &lazyProvider{connect: func(context.Context) (apply.Provider, error) { return s.opts.Provider, nil }}
+// runtimeSettings are the provider blocks of each runtime and the
+// runtimes in use, for providerFor.
+type runtimeSettings struct {
+	docker, kubernetes *config.Provider
+	uses               []string
+}
+
+// settingsOf reads the runtime settings of a configuration: the runtimes
+// its instances run on, and kubernetes whenever its block is declared (so
+// reap finds its orphans even when no instance is left there).
+func settingsOf(cfg *config.Config) runtimeSettings {
+	rs := runtimeSettings{docker: cfg.Provider, kubernetes: cfg.Kubernetes}
+	seen := map[string]bool{}
+	add := func(rt string) {
+		if rt != "" && !seen[rt] {
+			seen[rt] = true
+			rs.uses = append(rs.uses, rt)
+		}
 	}
-	return &lazyProvider{owned: true, connect: func(ctx context.Context) (apply.Provider, error) {
-		return s.connect(ctx, pc)
+	add(cfg.DefaultRuntime)
+	for _, in := range cfg.Instances {
+		add(in.Runtime)
+	}
+	if cfg.Kubernetes != nil && cfg.Kubernetes.DeclRange.Filename != "" {
+		add(config.RuntimeKubernetes)
+	}
+	slices.Sort(rs.uses)
+	return rs
+}
+
+// providerFor is a provider for the given runtime settings (the
+// configuration's, or a saved plan's), connected on first use; the caller
+// closes it.
+func (s *Sandboxer) providerFor(rs runtimeSettings) *lazyProvider {
+	if s.opts.Provider != nil {
+		return &lazyProvider{runtimes: rs.uses, connect: func(context.Context, string) (apply.Provider, error) { return s.opts.Provider, nil }}
+	}
+	return &lazyProvider{owned: true, runtimes: rs.uses, connect: func(ctx context.Context, runtime string) (apply.Provider, error) {
+		pc := rs.docker
+		if runtime == config.RuntimeKubernetes {
+			pc = rs.kubernetes
+		}
+		return s.connect(ctx, runtime, pc)
 	}}
+}
+
+// fileSettings are the runtime settings a saved plan brings.
+func fileSettings(f *plan.File) runtimeSettings {
+	return runtimeSettings{docker: f.Provider, kubernetes: f.Kubernetes, uses: f.Runtimes()}
+}
+
+// or returns the first non-empty string.
+func or(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -113,7 +113,7 @@ func (s *Sandboxer) ApplyFile(ctx context.Context, f *plan.File, o ApplyOptions)
 	if !p.HasChanges() {
 		return apply.Result{}, nil
 	}
-	prov := s.providerFor(f.Provider)
+	prov := s.providerFor(fileSettings(f))
 	defer prov.Close()
 	return s.checkAndExecute(ctx, wctx, prov, p, o)
 }

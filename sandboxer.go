@@ -160,11 +160,11 @@ func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
 		store = defaultBackend(statePath, opts.Environ)
 	}
 	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: store, statePath: statePath, opts: opts, pools: newPoolKeeper()}
-	var pc *config.Provider
+	var rs runtimeSettings
 	if cfg != nil { // nil: only a saved plan's ApplyFile, which brings its own
-		pc = cfg.Provider
+		rs = settingsOf(cfg)
 	}
-	s.prov = s.providerFor(pc)
+	s.prov = s.providerFor(rs)
 	return s
 }
 

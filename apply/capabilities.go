@@ -20,6 +20,9 @@ type Resource struct {
 	Lineage    string
 	Generation int    // -1 when the label is missing or malformed
 	Service    string // containers only
+	// Runtime is set by a provider that drives several runtimes, to
+	// route DeleteManaged; a single runtime's provider leaves it empty.
+	Runtime string
 }
 
 // Kinds of resources, in the order they must be removed.

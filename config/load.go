@@ -111,9 +111,6 @@ type loader struct {
 	ev  *evaluator
 	// unknownServices names projects whose services list failed to decode.
 	unknownServices map[string]bool
-	// defaultRuntime is where instances run when neither their sandbox
-	// nor their project names a runtime (kubernetes.go).
-	defaultRuntime string
 }
 
 // decode runs the phases in dependency order: variables, locals, then

@@ -23,7 +23,10 @@ type Config struct {
 	// the one its Runtime names (ProviderFor).
 	Provider   *Provider
 	Kubernetes *Provider
-	Projects   map[string]*Project
+	// DefaultRuntime is where an instance runs when neither its sandbox
+	// nor its project names a runtime (kubernetes.go).
+	DefaultRuntime string
+	Projects       map[string]*Project
 	Sandboxes  map[string]*Sandbox // blocks by name
 	Instances  []*Instance         // expanded instances, sorted by address
 	Outputs    []*Output           // sorted by name

@@ -87,9 +87,9 @@ func (l *loader) decodeProvider(blocks hcl.Blocks) hcl.Diagnostics {
 				b.LabelRanges[0]))
 		}
 	}
-	l.defaultRuntime = RuntimeDocker
+	l.cfg.DefaultRuntime = RuntimeDocker
 	if seen[RuntimeKubernetes] != nil && seen[RuntimeDocker] == nil {
-		l.defaultRuntime = RuntimeKubernetes
+		l.cfg.DefaultRuntime = RuntimeKubernetes
 	}
 	for _, prov := range []*Provider{p, k} {
 		for _, svc := range l.cat.Services() {

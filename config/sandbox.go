@@ -243,7 +243,7 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		runtime = p.Runtime
 	}
 	if runtime == "" {
-		runtime = l.defaultRuntime
+		runtime = l.cfg.DefaultRuntime
 	}
 	prov := l.cfg.ProviderFor(runtime)
 	networks := prov.Networks

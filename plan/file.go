@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -28,8 +29,29 @@ type File struct {
 	Sources      map[string]string `json:"sources"`
 	// Provider is the provider configuration apply must use.
 	Provider *config.Provider `json:"provider"`
-	Destroy  bool             `json:"destroy"`
-	Changes  []*Change        `json:"changes"`
+	// Kubernetes is the kubernetes provider configuration, kept when the
+	// plan touches a sandbox there or the configuration declares it.
+	Kubernetes *config.Provider `json:"kubernetes,omitempty"`
+	Destroy    bool             `json:"destroy"`
+	Changes    []*Change        `json:"changes"`
+}
+
+// Runtimes lists the runtimes the plan's changes touch, sorted.
+func (f *File) Runtimes() []string {
+	seen := map[string]bool{}
+	for _, c := range f.Changes {
+		for _, sb := range []*Sandbox{c.Before, c.After} {
+			if sb != nil {
+				seen[sb.RuntimeName()] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for rt := range seen {
+		out = append(out, rt)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // NewFile wraps a plan with the configuration it came from.
@@ -38,12 +60,16 @@ func NewFile(p *Plan, cfg *config.Config, version string, now time.Time) *File {
 	for name, b := range cfg.Sources {
 		src[name] = string(b)
 	}
-	return &File{
+	f := &File{
 		Format: FileFormat, Version: version, CreatedAt: now.UTC(),
 		Lineage: p.Lineage, Serial: p.Serial,
 		ConfigDigest: SourcesDigest(cfg.Sources), Sources: src,
 		Provider: cfg.Provider, Destroy: p.Destroy, Changes: p.Changes,
 	}
+	if k := cfg.Kubernetes; k != nil && (k.DeclRange.Filename != "" || slices.Contains(f.Runtimes(), config.RuntimeKubernetes)) {
+		f.Kubernetes = k
+	}
+	return f
 }
 
 // Plan returns the plan the file holds.
