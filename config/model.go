@@ -27,9 +27,9 @@ type Config struct {
 	// nor its project names a runtime (kubernetes.go).
 	DefaultRuntime string
 	Projects       map[string]*Project
-	Sandboxes  map[string]*Sandbox // blocks by name
-	Instances  []*Instance         // expanded instances, sorted by address
-	Outputs    []*Output           // sorted by name
+	Sandboxes      map[string]*Sandbox // blocks by name
+	Instances      []*Instance         // expanded instances, sorted by address
+	Outputs        []*Output           // sorted by name
 	// NetworkRefs are the user networks named in provider and sandbox
 	// blocks, each where it is written, for the plan-time existence check.
 	NetworkRefs []NetworkRef
