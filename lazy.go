@@ -156,7 +156,13 @@ func (l *lazyProvider) Create(ctx context.Context, req apply.CreateRequest) (*ap
 	if err != nil {
 		return nil, err
 	}
-	return p.Create(ctx, req)
+	made, err := p.Create(ctx, req)
+	if err == nil && req.Runtime != "" && req.Runtime != config.RuntimeDocker {
+		// The record must say where it runs for every later call to find
+		// its runtime, whatever the provider put there.
+		made.Resources.Runtime = req.Runtime
+	}
+	return made, err
 }
 
 func (l *lazyProvider) Probe(ctx context.Context, rec *state.Record) error {
