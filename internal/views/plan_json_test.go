@@ -48,7 +48,7 @@ func TestPlanJSONMatchesEncodingJSON(t *testing.T) {
 			{Addr: config.Address{Name: "m", Key: "k\"<é>\u2028\x01", HasKey: true}, Action: plan.CreateThenDelete, Reason: plan.ReasonFeatureSuperset, CarryData: true,
 				Before: &plan.Sandbox{Services: []string{}, Features: config.FeatureSet{}},
 				After: &plan.Sandbox{Services: nil, Features: nil, Networks: []string{"n1", "n&2"}, Exposure: exposure,
-					Images: map[string]string{"redis": "redis:8", "postgres": "pgvector/pgvector:pg17", "<x>": "a\"b"}}},
+					Images: map[string]string{"redis": "redis:8", "postgres": "pgvector/pgvector:pg17", "<x>": "a\"b"}, Runtime: "kubernetes"}},
 			{Addr: config.Address{Name: "d"}, Project: "p", Action: plan.Delete, Reason: plan.ReasonNone,
 				Before: &plan.Sandbox{Services: []string{"redis"}, Features: config.FeatureSet{"redis": nil, "b": {"x"}, "a": {"y", "z"}}, Exposure: &config.Publish{},
 					Images: map[string]string{}}},
@@ -145,7 +145,7 @@ func TestPlanJSONKnowsEveryField(t *testing.T) {
 		"JSONPlan":      {"FormatVersion", "SandboxerVersion", "ResourceChanges", "Summary", "Pools", "Errored"},
 		"JSONChange":    {"Address", "Type", "Name", "Index", "Project", "Change", "ActionReason", "DataCarried"},
 		"JSONChangeSet": {"Actions", "Before", "After"},
-		"Sandbox":       {"Services", "Features", "Networks", "Exposure", "Images"},
+		"Sandbox":       {"Services", "Features", "Networks", "Exposure", "Images", "Runtime"},
 		"Summary":       {"Create", "Replace", "Delete", "Reuse"},
 	}
 	for _, v := range []any{JSONPlan{}, JSONChange{}, JSONChangeSet{}, plan.Sandbox{}, plan.Summary{}} {

@@ -164,6 +164,10 @@ func (j *jsonWriter) sandbox(sb *plan.Sandbox) {
 		j.raw("," + in + "\"images\": ")
 		j.stringMap(sb.Images, in)
 	}
+	if sb.Runtime != "" {
+		j.raw("," + in + "\"runtime\": ")
+		j.str(sb.Runtime)
+	}
 	j.raw("\n        }")
 }
 

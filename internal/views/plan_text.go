@@ -65,6 +65,9 @@ func Headline(ch *plan.Change) string {
 			}
 			return fmt.Sprintf("%s will be created: the cached sandbox is dead%s; credentials will rotate", addr, detail)
 		}
+		if ch.After != nil && ch.After.Runtime != "" {
+			return addr + " will be created on " + ch.After.Runtime
+		}
 		return addr + " will be created"
 	case plan.CreateThenDelete:
 		carried := ""
@@ -107,6 +110,8 @@ func replaceWhy(ch *plan.Change) string {
 		return fmt.Sprintf("postgres database %q is now named %q", ch.PriorDatabase, databaseName(ch.Database))
 	case plan.ReasonSeedChanged:
 		return "its seed data changed"
+	case plan.ReasonRuntimeChanged:
+		return fmt.Sprintf("it runs on %s, the configuration puts it on %s", ch.Before.RuntimeName(), ch.After.RuntimeName())
 	}
 	return string(ch.Reason)
 }
