@@ -9,7 +9,7 @@ SCALE_N  ?= 200
 STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
-.PHONY: build images test-images test vet unit benchcheck fuzz bench run clean
+.PHONY: build images test-images test vet unit benchcheck fuzz bench run clean kube kube-down kube-smoke
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sandboxer
@@ -56,6 +56,20 @@ bench: images build
 # The main job: the quick-start example, applied on this machine.
 run: images build
 	cd examples/quickstart && ../../$(BIN) apply --auto-approve && ../../$(BIN) env sandbox.dev
+
+# A local single-node Kubernetes cluster (scripts/kube/README.md): builds
+# its binaries into .kube/bin, starts it with data under .kube/run and the
+# project's images imported, and prints the kubeconfig's path last.
+kube:
+	@bash scripts/kube/build.sh >&2
+	@bash scripts/kube/up.sh
+
+# Stops it and restores the host (sysctls, iptables, cgroups, bridge, mounts).
+kube-down:
+	@bash scripts/kube/down.sh
+
+kube-smoke:
+	bash scripts/kube/smoke.sh
 
 clean:
 	rm -rf bin

@@ -2,14 +2,16 @@
 # Builds the binaries of a single-node Kubernetes cluster from the Go module
 # proxy into .kube/bin (git-ignored): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl,
-# kwok and a static pause program. There is no registry here, so nothing
-# is downloaded as a release binary.
+# kwok, CoreDNS (only the plugins the cluster uses), crictl and a static
+# pause program. There is no registry here, so nothing is downloaded as a
+# release binary.
 #
 # k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces its 31
 # staging modules with local paths), so a small wrapper module requires it
-# and points every staging module at its published v0.x release. Binaries
-# are kept per wrapper content; an unchanged wrapper reuses them, and the
-# Go build cache makes a rebuild after `make clean` cheap.
+# and points every staging module at its published v0.x release. Each part
+# has its own module under .kube/src and a stamp of its inputs in
+# .kube/bin/.stamp-PART: an unchanged part is not rebuilt, and the Go build
+# cache makes a rebuild after `make clean` cheap.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -18,16 +20,33 @@ K8S_VERSION=v1.34.4
 STAGING_VERSION=v0.34.4
 ETCD_VERSION=v3.6.4
 KWOK_VERSION=v0.8.0
+COREDNS_VERSION=v1.15.0
+CRICTL_VERSION=v1.34.0
 out=.kube
 src="$out/src"
 bin="$out/bin"
-mkdir -p "$src/k8s" "$src/kwok" "$src/pause" "$bin"
+mkdir -p "$src" "$bin"
 
+# fresh PART INPUTS... : true when PART's stamp matches its inputs and its
+# binaries are there (the binaries are the remaining arguments after --).
+fresh() {
+  local part=$1; shift
+  local inputs=() bins=()
+  while [ "$#" -gt 0 ] && [ "$1" != -- ]; do inputs+=("$1"); shift; done
+  [ "$#" -gt 0 ] && shift
+  bins=("$@")
+  stamp="$(printf '%s\n' "${inputs[@]}" | sha256sum | cut -c1-16)"
+  local b
+  for b in "${bins[@]}"; do [ -x "$bin/$b" ] || return 1; done
+  [ -f "$bin/.stamp-$part" ] && [ "$(cat "$bin/.stamp-$part")" = "$stamp" ]
+}
+stamped() { echo "$stamp" >"$bin/.stamp-$1"; }
+
+# --- etcd and the Kubernetes components --------------------------------
+mkdir -p "$src/k8s"
 modfile="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
 staging="$(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "$modfile")"
-
-# The wrapper module for the cluster's components and etcd.
-{
+k8s_gomod="$(
   echo "module sandboxer.local/kubebuild"
   echo
   echo "go 1.24"
@@ -39,9 +58,8 @@ staging="$(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "$modfi
   echo ")"
   echo
   for m in $staging; do echo "replace $m => $m $STAGING_VERSION"; done
-} > "$src/k8s/go.mod.new"
-cat > "$src/k8s/tools.go.new" <<'GO'
-//go:build tools
+)"
+k8s_tools='//go:build tools
 
 package kubebuild
 
@@ -53,45 +71,94 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
-)
-GO
-key="$(cat "$src/k8s/go.mod.new" "$src/k8s/tools.go.new" "$0" | sha256sum | cut -c1-16)"
-if [ -f "$bin/.key" ] && [ "$(cat "$bin/.key")" = "$key" ] && [ -x "$bin/kubelet" ] && [ -x "$bin/kwok" ] && [ -x "$bin/pause" ]; then
-  echo "kube binaries up to date in $bin"
-  exit 0
-fi
-mv "$src/k8s/go.mod.new" "$src/k8s/go.mod"
-mv "$src/k8s/tools.go.new" "$src/k8s/tools.go"
-
+)'
 ver="k8s.io/component-base/version"
 ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=34 -X $ver.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
-(
-  cd "$src/k8s"
-  GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
-  echo "building etcd and Kubernetes $K8S_VERSION (about 10 minutes on 2 idle cores the first time)"
-  GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$ldflags" -o ../../bin/ \
-    go.etcd.io/etcd/server/v3 \
-    k8s.io/kubernetes/cmd/kube-apiserver \
-    k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler \
-    k8s.io/kubernetes/cmd/kube-proxy \
-    k8s.io/kubernetes/cmd/kubelet \
-    k8s.io/kubernetes/cmd/kubectl
-)
-# go build names etcd's binary after its module path's last element.
-[ -f "$bin/v3" ] && mv "$bin/v3" "$bin/etcd"
+if fresh k8s "$k8s_gomod" "$k8s_tools" "$ldflags" -- \
+  etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl; then
+  echo "etcd and Kubernetes $K8S_VERSION up to date in $bin"
+else
+  printf '%s\n' "$k8s_gomod" >"$src/k8s/go.mod"
+  printf '%s\n' "$k8s_tools" >"$src/k8s/tools.go"
+  (
+    cd "$src/k8s"
+    GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
+    echo "building etcd and Kubernetes $K8S_VERSION (about 10 minutes on 2 idle cores the first time)"
+    GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$ldflags" -o ../../bin/ \
+      go.etcd.io/etcd/server/v3 \
+      k8s.io/kubernetes/cmd/kube-apiserver \
+      k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler \
+      k8s.io/kubernetes/cmd/kube-proxy \
+      k8s.io/kubernetes/cmd/kubelet \
+      k8s.io/kubernetes/cmd/kubectl
+  )
+  # go build names etcd's binary after its import path's last element
+  # without the major version suffix: "server".
+  mv "$bin/server" "$bin/etcd"
+  stamped k8s
+fi
+
+# gomodule PART MODULE VERSION PKG OUT [LDFLAGS]: builds PKG of MODULE at
+# VERSION into .kube/bin/OUT in a module of its own.
+gomodule() {
+  local part=$1 mod=$2 version=$3 pkg=$4 outname=$5 flags=${6:-"-s -w"}
+  if fresh "$part" "$mod@$version" "$pkg" "$flags" -- "$outname"; then
+    echo "$outname $version up to date in $bin"
+    return 0
+  fi
+  mkdir -p "$src/$part"
+  (
+    cd "$src/$part"
+    [ -f go.mod ] || go mod init "sandboxer.local/${part}build" >/dev/null 2>&1
+    echo "building $outname $version"
+    GOFLAGS=-mod=mod go get "$mod@$version" >/dev/null 2>&1
+    GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$flags" -o "../../bin/$outname" "$pkg"
+  )
+  stamped "$part"
+}
 
 # kwok: fake nodes for the 1,000-sandbox API scale test.
-(
-  cd "$src/kwok"
-  [ -f go.mod ] || go mod init sandboxer.local/kwokbuild >/dev/null 2>&1
-  GOFLAGS=-mod=mod go get "sigs.k8s.io/kwok@$KWOK_VERSION" >/dev/null 2>&1
-  GOFLAGS=-mod=mod nice go build -trimpath -ldflags "-s -w" -o ../../bin/kwok sigs.k8s.io/kwok/cmd/kwok
+gomodule kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok kwok
+# crictl: down.sh stops and removes pod sandboxes through the CRI, which
+# tears down their network namespaces and CNI state properly.
+gomodule crictl sigs.k8s.io/cri-tools "$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl crictl \
+  "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
+
+# CoreDNS with only the plugins the cluster's Corefile uses: the full
+# build pulls every cloud provider's SDK.
+coredns_main='package main
+
+import (
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+
+	"github.com/coredns/coredns/coremain"
 )
 
+func main() { coremain.Run() }'
+if fresh coredns "$COREDNS_VERSION" "$coredns_main" -- coredns; then
+  echo "coredns $COREDNS_VERSION up to date in $bin"
+else
+  mkdir -p "$src/coredns"
+  (
+    cd "$src/coredns"
+    printf '%s\n' "$coredns_main" >main.go
+    [ -f go.mod ] || go mod init sandboxer.local/corednsbuild >/dev/null 2>&1
+    echo "building coredns $COREDNS_VERSION"
+    GOFLAGS=-mod=mod go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null 2>&1
+    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1
+    GOFLAGS=-mod=mod nice go build -trimpath -ldflags "-s -w" -o ../../bin/coredns .
+  )
+  stamped coredns
+fi
+
 # The pod sandbox ("pause") program: sleeps until told to stop.
-cat > "$src/pause/main.go" <<'GO'
-package main
+pause_main='package main
 
 import (
 	"os"
@@ -103,12 +170,15 @@ func main() {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
 	<-c
-}
-GO
-(
-  cd "$src/pause"
-  [ -f go.mod ] || go mod init sandboxer.local/pause >/dev/null 2>&1
-  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o ../../bin/pause .
-)
-echo "$key" > "$bin/.key"
-echo "kube binaries built in $bin"
+}'
+if ! fresh pause "$pause_main" -- pause; then
+  mkdir -p "$src/pause"
+  (
+    cd "$src/pause"
+    printf '%s\n' "$pause_main" >main.go
+    [ -f go.mod ] || go mod init sandboxer.local/pause >/dev/null 2>&1
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o ../../bin/pause .
+  )
+  stamped pause
+fi
+echo "kube binaries ready in $bin"
