@@ -120,6 +120,16 @@ gomodule() {
 
 # kwok: fake nodes for the 1,000-sandbox API scale test.
 gomodule kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok kwok
+# Its "fast" stages (nodes Ready at once with lease heartbeats, pods Ready
+# at once, deleted at once), as kwokctl uses them, from the module's files.
+if [ ! -s "$bin/kwok-stages.yaml" ] || [ "$bin/kwok-stages.yaml" -ot "$bin/.stamp-kwok" ]; then
+  kwokdir="$(cd "$src/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    echo "---"
+    cat "$kwokdir/kustomize/stage/$f"
+  done >"$bin/kwok-stages.yaml"
+fi
 # crictl: down.sh stops and removes pod sandboxes through the CRI, which
 # tears down their network namespaces and CNI state properly.
 gomodule crictl sigs.k8s.io/cri-tools "$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl crictl \

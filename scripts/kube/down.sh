@@ -12,6 +12,10 @@ set -uo pipefail
 
 [ -d "$KUBE_RUN" ] || exit 0
 [ "$(id -u)" = 0 ] || die "must run as root"
+if [ "${KUBE_LOCKED:-}" != 1 ]; then
+  exec 8>"$KUBE_ROOT/.kube/lock"
+  flock 8
+fi
 ctrd="$KUBE_RUN/containerd"
 
 # stop NAME: TERM, up to 10 s, then KILL; by the pid in NAME's pid file.

@@ -83,7 +83,8 @@ alive() {
 start() {
   local name=$1; shift
   mkdir -p "$KUBE_RUN/log" "$KUBE_RUN/pid"
-  setsid nice -n 10 "$@" </dev/null >"$KUBE_RUN/log/$name.log" 2>&1 &
+  # fd 8 is up.sh's lock: a daemon holding it would block the next run.
+  setsid nice -n 10 "$@" </dev/null >"$KUBE_RUN/log/$name.log" 2>&1 8>&- &
   echo $! >"$(pidfile "$name")"
 }
 

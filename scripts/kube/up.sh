@@ -18,6 +18,12 @@ set -euo pipefail
 . "$KUBE_SCRIPTS/host.sh"
 
 [ "$(id -u)" = 0 ] || die "must run as root (the kubelet and containerd manage cgroups and mounts)"
+# One up or down at a time per worktree (down.sh, run from here, inherits
+# the lock).
+mkdir -p "$KUBE_ROOT/.kube"
+exec 8>"$KUBE_ROOT/.kube/lock"
+flock 8
+export KUBE_LOCKED=1
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kwok coredns crictl pause; do
   [ -x "$KUBE_BIN/$b" ] || die "$KUBE_BIN/$b missing: run scripts/kube/build.sh (make kube does)"
 done
@@ -38,10 +44,26 @@ if [ -e "$KUBE_RUN" ]; then
   "$KUBE_SCRIPTS/down.sh"
 fi
 
-# From here on any failure undoes everything.
-failed() {
+# One cluster per machine: the bridge, the DNS address and the ports are
+# fixed. Another worktree's cluster must not be disturbed, so this check
+# comes before anything is touched (a failure past it tears down).
+if ip link show "$BRIDGE" >/dev/null 2>&1; then
+  die "$BRIDGE exists: another cluster runs on this machine (make kube-down in its worktree)"
+fi
+for port in "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10250 10248 10257 10259; do
+  if ss -Hltn "sport = :$port" | grep -q .; then
+    die "port $port is in use: another cluster runs on this machine?"
+  fi
+done
+
+# From here on any failure (or an interrupt) undoes everything: the EXIT
+# trap sees whether the start got to the end.
+completed=0
+on_exit() {
   local rc=$?
-  trap - ERR INT TERM
+  [ "$completed" = 1 ] && return 0
+  trap - EXIT INT TERM
+  [ "$rc" = 0 ] && rc=1
   log "start failed (exit $rc); last lines of the daemon logs:"
   local f
   for f in "$KUBE_RUN"/log/*.log; do
@@ -52,8 +74,8 @@ failed() {
   "$KUBE_SCRIPTS/down.sh" || true
   exit "$rc"
 }
-trap failed ERR
-trap failed INT TERM
+trap on_exit EXIT
+trap 'exit 130' INT TERM
 
 t0=$(date +%s%3N)
 elapsed() { local ms=$(($(date +%s%3N) - t0)); printf '%d.%03ds' $((ms / 1000)) $((ms % 1000)); }
@@ -262,13 +284,13 @@ wait_for 30 "CoreDNS" curl -fsS "http://127.0.0.1:$DNS_READY_PORT/ready"
 wait_for 30 "the default service account" kctl get serviceaccount default -n default
 
 # --- kwok: fake nodes for scale tests -----------------------------------
-start kwok kwok --kubeconfig "$pki/admin.kubeconfig" \
+start kwok kwok --kubeconfig "$pki/admin.kubeconfig" --config "$KUBE_BIN/kwok-stages.yaml" \
   --manage-all-nodes=false --manage-nodes-with-label-selector type=kwok \
   --cidr "$KWOK_POD_CIDR" --node-ip "$NODE_IP" --server-address 127.0.0.1:10247
 "$KUBE_SCRIPTS/kwok-nodes.sh" "$KWOK_NODES"
 mark "kwok nodes Ready"
 
 touch "$KUBE_RUN/up-complete"
-trap - ERR INT TERM
+completed=1
 log "cluster up in $(elapsed); export KUBECONFIG=$KUBECONFIG_PATH"
 echo "$KUBECONFIG_PATH"
