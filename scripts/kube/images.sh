@@ -6,21 +6,24 @@
 #   - the project's local images (images/build.sh and its variants, named
 #     sandboxer.local/...), under the same names as in Docker, via
 #     `docker save`. Pods use them with imagePullPolicy Never.
-# An image whose Docker id was imported before is skipped, so running this
-# again after `make images` only imports what changed:
+# The cluster's image store (.kube/containerd) outlives `make kube-down`,
+# and an image whose Docker id was imported before is skipped, so only the
+# first start pays for the copy (~45 s for the 2 GB of the image matrix)
+# and running this again after `make images` imports only what changed:
 #
-#   scripts/kube/images.sh        (the cluster must be up)
+#   scripts/kube/images.sh [pause|project]   (the cluster's containerd must run)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+what="${1:-all}"
 
 sock="$KUBE_RUN/containerd/containerd.sock"
 [ -S "$sock" ] || die "the cluster's containerd is not running (make kube)"
 ctrk() { ctr --address "$sock" --namespace k8s.io "$@"; }
-work="$(mktemp -d "$KUBE_RUN/images.XXXXXX")"
+work="$(mktemp -d "$KUBE_ROOT/.kube/images.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 # The pause image as a `docker save` archive: one layer holding /pause.
-if ! ctrk images ls -q | grep -qx localhost/pause:3.10; then
+if [ "$what" != project ] && ! ctrk images ls -q | grep -qx localhost/pause:3.10; then
   mkdir -p "$work/pause/rootfs"
   cp "$KUBE_BIN/pause" "$work/pause/rootfs/pause"
   tar -C "$work/pause/rootfs" --owner=0 --group=0 --numeric-owner -cf "$work/pause/layer.tar" pause
@@ -39,6 +42,8 @@ EOF
   log "imported localhost/pause:3.10"
 fi
 
+[ "$what" = pause ] && exit 0
+
 # The project's images: everything Docker has under sandboxer.local/ but
 # the bare Debian bases (their layers come with the images built on them).
 mapfile -t refs < <(docker images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null |
@@ -47,12 +52,15 @@ if [ "${#refs[@]}" -eq 0 ]; then
   log "no sandboxer.local/ images in Docker (make images); none imported"
   exit 0
 fi
-seen="$KUBE_RUN/images.imported"
+seen="$KUBE_STORE.imported"
 touch "$seen"
+have="$(ctrk images ls -q)"
 todo=()
 for r in "${refs[@]}"; do
   id="$(docker image inspect --format '{{.Id}}' "$r")"
-  grep -qxF "$r $id" "$seen" || todo+=("$r")
+  if ! grep -qxF "$r $id" "$seen" || ! grep -qxF "$r" <<<"$have"; then
+    todo+=("$r")
+  fi
 done
 [ "${#todo[@]}" -gt 0 ] || exit 0
 docker save "${todo[@]}" -o "$work/project.tar"

@@ -9,6 +9,10 @@ KUBE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 KUBE_BIN="$KUBE_ROOT/.kube/bin"
 KUBE_RUN="$KUBE_ROOT/.kube/run"
 KUBECONFIG_PATH="$KUBE_ROOT/.kube/kubeconfig"
+# containerd's root (content and unpacked images), kept across runs so the
+# imported images need not be copied again; nothing in it is mounted or
+# running after down.sh.
+KUBE_STORE="$KUBE_ROOT/.kube/containerd"
 KUBE_SCRIPTS="$KUBE_ROOT/scripts/kube"
 
 NODE_NAME=sandboxer-kube

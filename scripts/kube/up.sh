@@ -64,6 +64,7 @@ on_exit() {
   [ "$completed" = 1 ] && return 0
   trap - EXIT INT TERM
   [ "$rc" = 0 ] && rc=1
+  [ -n "${images_pid:-}" ] && kill "$images_pid" 2>/dev/null
   log "start failed (exit $rc); last lines of the daemon logs:"
   local f
   for f in "$KUBE_RUN"/log/*.log; do
@@ -178,7 +179,7 @@ ctrd="$KUBE_RUN/containerd"
 mkdir -p "$ctrd"
 cat >"$ctrd/config.toml" <<EOF
 version = 2
-root = "$ctrd/root"
+root = "$KUBE_STORE"
 state = "$ctrd/state"
 disabled_plugins = [
   "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
@@ -214,8 +215,11 @@ disabled_plugins = [
 EOF
 start containerd containerd --config "$ctrd/config.toml"
 wait_for 30 "containerd" ctr --address "$ctrd/containerd.sock" version
-"$KUBE_SCRIPTS/images.sh"
-mark "containerd up, images imported"
+"$KUBE_SCRIPTS/images.sh" pause
+# The project's images are copied while the node comes up.
+"$KUBE_SCRIPTS/images.sh" project >"$KUBE_RUN/log/images.log" 2>&1 &
+images_pid=$!
+mark "containerd up"
 
 cat >"$KUBE_RUN/Corefile" <<EOF
 .:53 {
@@ -289,6 +293,10 @@ start kwok kwok --kubeconfig "$pki/admin.kubeconfig" --config "$KUBE_BIN/kwok-st
   --cidr "$KWOK_POD_CIDR" --node-ip "$NODE_IP" --server-address 127.0.0.1:10247
 "$KUBE_SCRIPTS/kwok-nodes.sh" "$KWOK_NODES"
 mark "kwok nodes Ready"
+
+wait "$images_pid" || { cat "$KUBE_RUN/log/images.log" >&2; die "importing the project's images failed"; }
+cat "$KUBE_RUN/log/images.log" >&2
+mark "project images imported"
 
 touch "$KUBE_RUN/up-complete"
 completed=1
