@@ -24,13 +24,16 @@ mkdir -p "$KUBE_ROOT/.kube"
 exec 8>"$KUBE_ROOT/.kube/lock"
 flock 8
 export KUBE_LOCKED=1
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kwok coredns crictl pause; do
+# KWOK_NODES=0: no kwok and no fake nodes.
+daemons=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd coredns kubelet)
+[ "$KWOK_NODES" = 0 ] || daemons+=(kwok)
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl coredns crictl pause; do
   [ -x "$KUBE_BIN/$b" ] || die "$KUBE_BIN/$b missing: run scripts/kube/build.sh (make kube does)"
 done
 
 healthy() {
   local d
-  for d in etcd kube-apiserver kube-controller-manager kube-scheduler containerd coredns kubelet kwok; do
+  for d in "${daemons[@]}"; do
     alive "$d" || return 1
   done
   [ -f "$KUBE_RUN/up-complete" ] && kctl get --raw /readyz >/dev/null 2>&1
@@ -288,11 +291,14 @@ wait_for 30 "CoreDNS" curl -fsS "http://127.0.0.1:$DNS_READY_PORT/ready"
 wait_for 30 "the default service account" kctl get serviceaccount default -n default
 
 # --- kwok: fake nodes for scale tests -----------------------------------
-start kwok kwok --kubeconfig "$pki/admin.kubeconfig" --config "$KUBE_BIN/kwok-stages.yaml" \
-  --manage-all-nodes=false --manage-nodes-with-label-selector type=kwok \
-  --cidr "$KWOK_POD_CIDR" --node-ip "$NODE_IP" --server-address 127.0.0.1:10247
-"$KUBE_SCRIPTS/kwok-nodes.sh" "$KWOK_NODES"
-mark "kwok nodes Ready"
+if [ "$KWOK_NODES" != 0 ]; then
+  [ -x "$KUBE_BIN/kwok" ] || die "$KUBE_BIN/kwok missing: run scripts/kube/build.sh"
+  start kwok kwok --kubeconfig "$pki/admin.kubeconfig" --config "$KUBE_BIN/kwok-stages.yaml" \
+    --manage-all-nodes=false --manage-nodes-with-label-selector type=kwok \
+    --cidr "$KWOK_POD_CIDR" --node-ip "$NODE_IP" --server-address 127.0.0.1:10247
+  "$KUBE_SCRIPTS/kwok-nodes.sh" "$KWOK_NODES"
+  mark "kwok nodes Ready"
+fi
 
 wait "$images_pid" || { cat "$KUBE_RUN/log/images.log" >&2; die "importing the project's images failed"; }
 cat "$KUBE_RUN/log/images.log" >&2
