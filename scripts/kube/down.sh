@@ -17,26 +17,33 @@ if [ "${KUBE_LOCKED:-}" != 1 ]; then
   flock 8
 fi
 ctrd="$KUBE_RUN/containerd"
+t0=$(date +%s%3N)
+elapsed() { local ms=$(($(date +%s%3N) - t0)); printf '%d.%03ds' $((ms / 1000)) $((ms % 1000)); }
 
-# stop NAME: TERM, up to 10 s, then KILL; by the pid in NAME's pid file.
+# stop NAME...: TERM to each daemon by the pid in its pid file, up to 10 s
+# for all of them together, then KILL.
 stop() {
-  local f pid i
-  f="$(pidfile "$1")"
-  [ -f "$f" ] || return 0
-  pid="$(cat "$f")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null
-    for i in $(seq 1 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.2
-    done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  fi
-  rm -f "$f"
+  local name f pids=() pid i
+  for name in "$@"; do
+    f="$(pidfile "$name")"
+    [ -f "$f" ] || continue
+    pid="$(cat "$f")"
+    rm -f "$f"
+    kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+  done
+  for i in $(seq 1 50); do
+    local left=()
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("$pid"); done
+    [ "${#left[@]}" -eq 0 ] && return 0
+    pids=("${left[@]}")
+    sleep 0.2
+  done
+  kill -KILL "${pids[@]}" 2>/dev/null || true
 }
 
 # Nothing may recreate pods while they go.
-for d in kwok coredns kube-scheduler kube-controller-manager kubelet; do stop "$d"; done
+stop kwok coredns kube-scheduler kube-controller-manager kubelet
+log "node daemons stopped after $(elapsed)"
 
 # Stop and remove every pod sandbox through the CRI: runs CNI DEL, removes
 # the network namespace and the sandbox's mounts.
@@ -44,17 +51,27 @@ if alive containerd; then
   crictl --runtime-endpoint "unix://$ctrd/containerd.sock" --timeout 20s rmp --all --force >/dev/null 2>&1 ||
     log "crictl could not remove every pod sandbox; killing what is left"
 fi
-stop containerd
-stop kube-apiserver
+log "pod sandboxes removed after $(elapsed)"
+stop containerd kube-apiserver
 stop etcd
+log "containerd and the control plane stopped after $(elapsed)"
 
 # Shims (and through them containers) that outlived containerd: found by
-# the cluster's containerd address on their command line.
+# the cluster's containerd address on their command line. A killed shim
+# leaves its socket in /run/containerd/s (shared with Docker's
+# containerd), named by containerd 1.6 as sha256(ADDRESS/NAMESPACE/ID).
 for c in /proc/[0-9]*/cmdline; do
   pid="${c#/proc/}"; pid="${pid%/cmdline}"
-  if { tr '\0' ' ' <"$c"; } 2>/dev/null | grep -q -- "-address $ctrd/containerd.sock"; then
-    kill -KILL "$pid" 2>/dev/null
-  fi
+  args="$({ tr '\0' ' ' <"$c"; } 2>/dev/null || true)"
+  case "$args" in
+    *"-address $ctrd/containerd.sock"*) ;;
+    *) continue ;;
+  esac
+  kill -KILL "$pid" 2>/dev/null
+  id="$(sed -n 's/.* -id \([^ ]*\) .*/\1/p' <<<"$args")"
+  [ -n "$id" ] || continue
+  sockname="$(printf '%s' "$ctrd/containerd.sock/k8s.io/$id" | sha256sum | cut -d' ' -f1)"
+  rm -f "/run/containerd/s/$sockname"
 done
 # Pod processes left in the kubepods cgroups, then the cgroups themselves.
 for pass in 1 2 3; do
@@ -85,4 +102,4 @@ ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE"
 
 restore_host
 rm -rf "$KUBE_RUN"
-log "cluster stopped and host restored"
+log "cluster stopped and host restored in $(elapsed)"
