@@ -52,8 +52,18 @@ if alive containerd; then
     log "crictl could not remove every pod sandbox; killing what is left"
 fi
 log "pod sandboxes removed after $(elapsed)"
-stop containerd kube-apiserver
-stop etcd
+# The control plane's data is deleted below, so it need not shut down
+# gracefully (the apiserver can take a minute draining its watches).
+kill_now() {
+  local f
+  for name in "$@"; do
+    f="$(pidfile "$name")"
+    [ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
+    rm -f "$f"
+  done
+}
+kill_now kube-apiserver etcd
+stop containerd
 log "containerd and the control plane stopped after $(elapsed)"
 
 # Shims (and through them containers) that outlived containerd: found by

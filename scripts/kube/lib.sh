@@ -90,6 +90,7 @@ start() {
   # fd 8 is up.sh's lock: a daemon holding it would block the next run.
   setsid nice -n 10 "$@" </dev/null >"$KUBE_RUN/log/$name.log" 2>&1 8>&- &
   echo $! >"$(pidfile "$name")"
+  disown $!
 }
 
 # wait_for SECONDS WHAT CMD...: polls CMD every 0.2 s.

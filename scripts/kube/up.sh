@@ -25,6 +25,7 @@ exec 8>"$KUBE_ROOT/.kube/lock"
 flock 8
 export KUBE_LOCKED=1
 # KWOK_NODES=0: no kwok and no fake nodes.
+[[ "$KWOK_NODES" =~ ^[0-9]+$ ]] || die "KWOK_NODES must be a number, not $KWOK_NODES"
 daemons=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd coredns kubelet)
 [ "$KWOK_NODES" = 0 ] || daemons+=(kwok)
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl coredns crictl pause; do
@@ -64,16 +65,17 @@ done
 completed=0
 on_exit() {
   local rc=$?
-  [ "$completed" = 1 ] && return 0
+  if [ "$completed" = 1 ]; then return 0; fi
   trap - EXIT INT TERM
-  [ "$rc" = 0 ] && rc=1
-  [ -n "${images_pid:-}" ] && kill "$images_pid" 2>/dev/null
+  set +e
+  if [ "$rc" = 0 ]; then rc=1; fi
+  if [ -n "${images_pid:-}" ]; then kill "$images_pid" 2>/dev/null; fi
   log "start failed (exit $rc); last lines of the daemon logs:"
   local f
   for f in "$KUBE_RUN"/log/*.log; do
     [ -f "$f" ] || continue
     echo "--- $(basename "$f")" >&2
-    tail -n 8 "$f" >&2
+    tail -n 5 "$f" >&2
   done
   "$KUBE_SCRIPTS/down.sh" || true
   exit "$rc"
