@@ -63,8 +63,8 @@ for r in "${refs[@]}"; do
   fi
 done
 [ "${#todo[@]}" -gt 0 ] || exit 0
-docker save "${todo[@]}" -o "$work/project.tar"
-ctrk images import "$work/project.tar" >/dev/null
+# Streamed: the export from Docker and the unpack here overlap.
+docker save "${todo[@]}" | ctrk images import - >/dev/null
 for r in "${todo[@]}"; do
   grep -v "^$r " "$seen" >"$seen.tmp" || true
   echo "$r $(docker image inspect --format '{{.Id}}' "$r")" >>"$seen.tmp"
