@@ -9,7 +9,7 @@ SCALE_N  ?= 200
 STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
-.PHONY: build images test-images test vet unit benchcheck fuzz bench run clean kube kube-down kube-smoke
+.PHONY: build images test-images test vet unit benchcheck fuzz bench run clean kube kube-down kube-smoke kube-cycle
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sandboxer
@@ -70,6 +70,11 @@ kube-down:
 
 kube-smoke:
 	bash scripts/kube/smoke.sh
+
+# With no cluster up: a failed start and a full up/smoke/down each leave
+# the host identical (hostcheck.sh before and after).
+kube-cycle:
+	bash scripts/kube/cycletest.sh
 
 clean:
 	rm -rf bin

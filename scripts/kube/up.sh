@@ -289,6 +289,8 @@ node_ready() {
 }
 wait_for 90 "the node to be Ready" node_ready
 mark "node $NODE_NAME Ready"
+# For cycletest.sh: a start that fails late, with everything running.
+if [ "${KUBE_TEST_FAIL:-}" = after-node ]; then die "failing on purpose (KUBE_TEST_FAIL=after-node)"; fi
 wait_for 30 "CoreDNS" curl -fsS "http://127.0.0.1:$DNS_READY_PORT/ready"
 wait_for 30 "the default service account" kctl get serviceaccount default -n default
 
