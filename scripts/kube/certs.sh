@@ -3,8 +3,9 @@
 # .kube/kubeconfig: one CA; the apiserver's serving certificate (loopback,
 # the node IP, the first service IP and the kubernetes.default names);
 # client certificates for the admin (system:masters), the kubelet
-# (system:node:NODE) and the apiserver's calls to the kubelet; the
-# service-account signing key pair. Keys never leave .kube/run (mode 600).
+# (system:node:NODE), the apiserver's calls to the kubelet and a user with
+# no rights (sandboxer-restricted, group sandboxer:restricted, kubeconfig
+# .kube/kubeconfig-restricted); the service-account signing key pair. Keys never leave .kube/run (mode 600).
 #
 #   scripts/kube/certs.sh NODE_IP
 set -euo pipefail
@@ -51,6 +52,8 @@ issue apiserver "/CN=kube-apiserver" \
 issue admin "/O=system:masters/CN=sandboxer-admin"
 issue kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
 issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+# A user with no rights until a test binds a Role to it (RBAC denials).
+issue restricted "/O=sandboxer:restricted/CN=sandboxer-restricted"
 ossl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out sa.key
 ossl pkey -in sa.key -pubout -out sa.pub
 chmod 600 ./*.key
@@ -82,5 +85,7 @@ EOF
 }
 kubeconfig "$pki/admin.kubeconfig" admin
 kubeconfig "$pki/kubelet.kubeconfig" kubelet
+kubeconfig "$pki/restricted.kubeconfig" restricted
 mkdir -p "$(dirname "$KUBECONFIG_PATH")"
 cp "$pki/admin.kubeconfig" "$KUBECONFIG_PATH"
+cp "$pki/restricted.kubeconfig" "$KUBECONFIG_RESTRICTED"

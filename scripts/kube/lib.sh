@@ -9,6 +9,7 @@ KUBE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 KUBE_BIN="$KUBE_ROOT/.kube/bin"
 KUBE_RUN="$KUBE_ROOT/.kube/run"
 KUBECONFIG_PATH="$KUBE_ROOT/.kube/kubeconfig"
+KUBECONFIG_RESTRICTED="$KUBE_ROOT/.kube/kubeconfig-restricted"
 # containerd's root (content and unpacked images), kept across runs so the
 # imported images need not be copied again; nothing in it is mounted or
 # running after down.sh.
