@@ -42,7 +42,7 @@ stop() {
 }
 
 # Nothing may recreate pods while they go.
-stop kwok coredns kube-scheduler kube-controller-manager kubelet
+stop kwok kube-proxy coredns kube-scheduler kube-controller-manager kubelet
 log "node daemons stopped after $(elapsed)"
 
 # Stop and remove every pod sandbox through the CRI: runs CNI DEL, removes

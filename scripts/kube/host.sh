@@ -29,6 +29,7 @@ record_host() {
         ipt_chains "$cmd" "$t" | sed "s/^/chain $cmd $t /"
       done
     done
+    nft list tables 2>/dev/null | sed 's/^table /nft /'
   } >"$HOST_BEFORE.tmp"
   mv "$HOST_BEFORE.tmp" "$HOST_BEFORE"
 }
@@ -62,6 +63,15 @@ restore_host() {
       done
     done
   done
+  # nftables tables the iptables-nft calls created (e.g. ip6 nat for
+  # kube-proxy's ip6tables chains), once no rule is left in them.
+  local fam name
+  while read -r _ fam name; do
+    grep -qxF "nft $fam $name" "$HOST_BEFORE" && continue
+    if ! nft list table "$fam" "$name" 2>/dev/null | grep -Eq '^[[:space:]]+(jump|goto|counter|ip|ip6|meta|iifname|oifname|ct|mark|tcp|udp|fib|masquerade|dnat|snat|accept|drop|reject|return)( |$)'; then
+      nft delete table "$fam" "$name" 2>/dev/null || true
+    fi
+  done < <(nft list tables 2>/dev/null)
   while read -r kind a b; do
     case $kind in
       sysctl)

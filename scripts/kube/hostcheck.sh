@@ -26,6 +26,9 @@ for cmd in iptables ip6tables; do
   done
 done
 
+echo "# nftables tables"
+nft list tables 2>/dev/null | sed 's/^/nft /' | sort
+
 echo "# links"
 ip -o link show "$BRIDGE" 2>/dev/null | awk '{print "link", $2, $3}' || true
 ip -o link show type veth 2>/dev/null | awk '{print "veth", $2}' || true

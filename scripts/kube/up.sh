@@ -28,6 +28,7 @@ export KUBE_LOCKED=1
 [[ "$KWOK_NODES" =~ ^[0-9]+$ ]] || die "KWOK_NODES must be a number, not $KWOK_NODES"
 daemons=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd coredns kubelet)
 [ "$KWOK_NODES" = 0 ] || daemons+=(kwok)
+[ "${KUBE_PROXY:-0}" != 1 ] || daemons+=(kube-proxy)
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl coredns crictl pause; do
   [ -x "$KUBE_BIN/$b" ] || die "$KUBE_BIN/$b missing: run scripts/kube/build.sh (make kube does)"
 done
@@ -293,6 +294,34 @@ mark "node $NODE_NAME Ready"
 if [ "${KUBE_TEST_FAIL:-}" = after-node ]; then die "failing on purpose (KUBE_TEST_FAIL=after-node)"; fi
 wait_for 30 "CoreDNS" curl -fsS "http://127.0.0.1:$DNS_READY_PORT/ready"
 wait_for 30 "the default service account" kctl get serviceaccount default -n default
+
+# --- kube-proxy (KUBE_PROXY=1): routes ClusterIP Services ---------------
+# Off by default: sandboxes use headless Services, and kube-proxy adds
+# dozens of iptables chains. Conntrack sysctls and localhost NodePorts
+# (route_localnet) are left alone.
+if [ "${KUBE_PROXY:-0}" = 1 ]; then
+  cat >"$KUBE_RUN/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $pki/admin.kubeconfig
+hostnameOverride: $NODE_NAME
+mode: iptables
+clusterCIDR: $POD_CIDR
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+nodePortAddresses: [primary]
+iptables:
+  localhostNodePorts: false
+conntrack:
+  maxPerCore: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+EOF
+  start kube-proxy kube-proxy --config "$KUBE_RUN/kube-proxy.yaml" --v=1
+  wait_for 30 "kube-proxy" curl -fsS "http://127.0.0.1:10256/healthz"
+  mark "kube-proxy up"
+fi
 
 # --- kwok: fake nodes for scale tests -----------------------------------
 if [ "$KWOK_NODES" != 0 ]; then
