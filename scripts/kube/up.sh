@@ -49,6 +49,22 @@ if [ -e "$KUBE_RUN" ]; then
   "$KUBE_SCRIPTS/down.sh"
 fi
 
+# Prerequisites a fresh Debian machine may lack, from its apt sources.
+missing=()
+[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || missing+=(containernetworking-plugins)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v curl >/dev/null || missing+=(curl)
+command -v ss >/dev/null || missing+=(iproute2)
+command -v iptables >/dev/null || missing+=(iptables)
+# Docker's Debian packages bring both; the cluster runs its own instance.
+command -v containerd-shim-runc-v2 >/dev/null || missing+=(containerd)
+command -v runc >/dev/null || missing+=(runc)
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing ${missing[*]}"
+  apt_install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${missing[@]}" >&2; }
+  apt_install || { apt-get update -qq >&2 && apt_install; }
+fi
+
 # One cluster per machine: the bridge, the DNS address and the ports are
 # fixed. Another worktree's cluster must not be disturbed, so this check
 # comes before anything is touched (a failure past it tears down).
@@ -90,15 +106,6 @@ mark() { log "$1 after $(elapsed)"; }
 mkdir -p "$KUBE_RUN"
 record_host
 
-# Prerequisites a fresh Debian machine may lack.
-if [ ! -x /usr/lib/cni/bridge ] || [ ! -x /usr/lib/cni/host-local ] || [ ! -x /usr/lib/cni/loopback ]; then
-  log "installing containernetworking-plugins"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 containernetworking-plugins >&2 ||
-    { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 containernetworking-plugins >&2; }
-fi
-for b in containerd containerd-shim-runc-v2 runc ctr; do
-  command -v "$b" >/dev/null || die "$b missing (Debian's containerd and runc packages come with docker.io)"
-done
 
 NODE_IP="$(node_ip)" || die "no IPv4 address for the node"
 echo "$NODE_IP" >"$KUBE_RUN/node-ip"
