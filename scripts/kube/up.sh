@@ -8,11 +8,13 @@
 # Daemons, each niced with a pid file in .kube/run/pid and a log in
 # .kube/run/log: etcd (loopback), kube-apiserver (node IP), the
 # controller-manager and scheduler (no leader election, loopback ports), a
-# containerd of its own (not Docker's; root, state and socket under
-# .kube/run), CoreDNS (on the CNI bridge's address, the pods' DNS server),
-# the kubelet and kwok (fake nodes labelled type=kwok). The project's
-# images are imported (images.sh); pods use them with imagePullPolicy
-# Never.
+# containerd of its own (not Docker's; state and socket under .kube/run,
+# its image store in .kube/containerd, kept across runs), CoreDNS (on the
+# CNI bridge's address, the pods' DNS server), the kubelet, kwok (fake
+# nodes labelled type=kwok; KWOK_NODES=0 for none) and, with KUBE_PROXY=1,
+# kube-proxy. The project's images are imported (images.sh); pods use them
+# with imagePullPolicy Never. Host facts it changes are recorded first
+# (host.sh) for down.sh to restore.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$KUBE_SCRIPTS/host.sh"
