@@ -13,7 +13,7 @@ import "context"
 // Resource is one labelled engine resource: a container, network or volume
 // (or their counterparts on another runtime).
 type Resource struct {
-	Kind       string // KindContainer, KindNetwork or KindVolume
+	Kind       string // one of the Kind constants
 	ID         string // the engine's id; a volume's name
 	Name       string
 	Address    string
@@ -25,11 +25,16 @@ type Resource struct {
 	Runtime string
 }
 
-// Kinds of resources, in the order they must be removed.
+// Kinds of resources, in the order they must be removed. On Kubernetes
+// a pod is listed as one KindContainer per container, and its Secret,
+// Service and NetworkPolicy under kinds of their own.
 const (
-	KindContainer = "container"
-	KindNetwork   = "network"
-	KindVolume    = "volume"
+	KindContainer     = "container"
+	KindNetwork       = "network"
+	KindVolume        = "volume"
+	KindSecret        = "secret"
+	KindService       = "service"
+	KindNetworkPolicy = "networkpolicy"
 )
 
 // Inventory lists and removes resources by their labels, the source of

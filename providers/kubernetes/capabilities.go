@@ -1,0 +1,257 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/plan"
+)
+
+// capabilityFormat versions what an inspection finds and how it is
+// cached; bump it when either changes.
+const capabilityFormat = 1
+
+// imageFacts is what one inspection of an image finds: what plan compares
+// (its ImageCapabilities) and what a pod needs to run it as the image
+// expects: the service user's uid and gid (the pod runs as them, so the
+// entrypoint needs no capability to switch), the image's environment the
+// services' settings depend on, and the redis modules the image loads by
+// itself.
+type imageFacts struct {
+	plan.ImageCapabilities
+	UID        int64             `json:"uid"`
+	GID        int64             `json:"gid"`
+	Env        map[string]string `json:"env,omitempty"`
+	SelfLoaded []string          `json:"self_loaded,omitempty"`
+}
+
+func (f imageFacts) env(name string) string { return f.Env[name] }
+
+// keptEnv are the image variables the services' settings read
+// (services/postgres: PATH, TZ; PG_MAJOR for the extension directory).
+var keptEnv = []string{"PATH", "TZ", "PG_MAJOR", "PGDATA", "LANG"}
+
+// capCache remembers what each image provides, keyed by the image's ID as
+// the kubelet reports it (a content digest: what one inspection found
+// stays true for it). Memory serves one process; files in dir, when set,
+// later runs. refs remembers, for this process, which image ID a
+// reference ran as, so that Create after Check asks the cluster nothing.
+type capCache struct {
+	dir  string
+	mu   sync.Mutex
+	mem  map[string]imageFacts
+	refs map[string]string // service + ref → image ID
+}
+
+// SetCacheDir sets where inspections of images are cached across runs (""
+// keeps them in memory only). Call it before the first Check.
+func (p *Provider) SetCacheDir(dir string) { p.caps.dir = dir }
+
+// Check reports, before anything is created, what features each image
+// the plan starts provides, all images at once. It learns that from a
+// short-lived pod of the image (inspect.go); its answer is cached by the
+// image's digest, which the nodes' image lists give without a pod on a
+// warm cache. An image no node has and none can pull fails here.
+func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabilities, error) {
+	caps := plan.Capabilities{}
+	var mu sync.Mutex
+	imgs := make(map[plan.ImageUse]config.Image, len(uses))
+	for _, u := range uses {
+		if err := p.cat.CheckService(u.Service); err != nil {
+			return nil, fmt.Errorf("check %s: %w", u.Service, err)
+		}
+		img, err := p.imageFor(u.Service, u.Ref, nil)
+		if err != nil {
+			return nil, fmt.Errorf("check %s: %w", u.Service, err)
+		}
+		imgs[u] = img
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for u, img := range imgs {
+		g.Go(func() error {
+			f, err := p.imageFacts(gctx, u.Service, img)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			caps[u] = f.ImageCapabilities
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return caps, nil
+}
+
+// imageFacts returns what img provides for service and how to run it:
+// from memory, else from the cache under an image ID the nodes report for
+// the reference, else by inspecting it.
+func (p *Provider) imageFacts(ctx context.Context, service string, img config.Image) (imageFacts, error) {
+	refKey := service + "\x00" + img.Ref
+	p.caps.mu.Lock()
+	id := p.caps.refs[refKey]
+	p.caps.mu.Unlock()
+	if id != "" {
+		if f, ok := p.cachedFacts(p.capabilityKey(service, img, id)); ok {
+			f.Image = img.Ref
+			return f, nil
+		}
+	}
+	v, err, _ := p.facts.Do(refKey, func() (any, error) {
+		ids, err := p.nodeImageIDs(ctx, img.Ref)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if f, ok := p.cachedFacts(p.capabilityKey(service, img, id)); ok {
+				p.rememberRef(refKey, id)
+				return f, nil
+			}
+		}
+		f, id, err := p.inspect(ctx, service, img)
+		if err != nil {
+			return nil, err
+		}
+		// Stored under the pod's image ID and every digest the nodes
+		// list for the reference: the next run finds it by either.
+		for _, alias := range append([]string{id}, ids...) {
+			p.storeFacts(p.capabilityKey(service, img, alias), f)
+		}
+		p.rememberRef(refKey, id)
+		return f, nil
+	})
+	if err != nil {
+		return imageFacts{}, fmt.Errorf("find what image %q for service %s provides: %w", img.Ref, service, err)
+	}
+	f := v.(imageFacts)
+	f.Image = img.Ref
+	return f, nil
+}
+
+func (p *Provider) rememberRef(refKey, id string) {
+	p.caps.mu.Lock()
+	defer p.caps.mu.Unlock()
+	if p.caps.refs == nil {
+		p.caps.refs = map[string]string{}
+	}
+	p.caps.refs[refKey] = id
+}
+
+// nodeImageIDs returns the content digests the nodes list for ref (their
+// status.images: every name of an image, its repo digests among them).
+// None when no node has it yet (a first pull, or a list sandboxer may not
+// read: then the inspection pod decides).
+func (p *Provider) nodeImageIDs(ctx context.Context, ref string) ([]string, error) {
+	nodes, err := p.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		if isForbiddenErr(err) {
+			return nil, nil // nodes are cluster-scoped; a namespaced Role cannot list them
+		}
+		return nil, p.apiErr("list", "nodes", "", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range nodes.Items {
+		for _, im := range n.Status.Images {
+			if !namesRef(im.Names, ref) {
+				continue
+			}
+			for _, name := range im.Names {
+				if (strings.Contains(name, "@sha256:") || strings.HasPrefix(name, "sha256:")) && !seen[name] {
+					seen[name] = true
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// namesRef reports whether an image's names include ref, as written or
+// as the runtime normalizes a Docker Hub name (docker.io/library/…).
+func namesRef(names []string, ref string) bool {
+	for _, n := range names {
+		if n == ref || n == "docker.io/"+ref || n == "docker.io/library/"+ref {
+			return true
+		}
+	}
+	return false
+}
+
+// capabilityKey names one inspection: the image ID, the service, the
+// module paths configured for it and the allowlist it was filtered by.
+func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "k8s\x00%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
+	for _, f := range sortedKeys(img.Modules) {
+		fmt.Fprintf(h, "%s=%s\x00", f, img.Modules[f])
+	}
+	for _, f := range p.cat.Allowed(service) {
+		fmt.Fprintf(h, "%s\x00", f)
+	}
+	return "k8s-" + service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// cachedFacts looks in memory, then on disk. A cache file that cannot be
+// read is ignored: the image is inspected again.
+func (p *Provider) cachedFacts(key string) (imageFacts, bool) {
+	c := &p.caps
+	c.mu.Lock()
+	f, ok := c.mem[key]
+	c.mu.Unlock()
+	if ok || c.dir == "" {
+		return f, ok
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
+	if err != nil || json.Unmarshal(b, &f) != nil || f.Features == nil {
+		return imageFacts{}, false
+	}
+	c.mu.Lock()
+	if c.mem == nil {
+		c.mem = map[string]imageFacts{}
+	}
+	c.mem[key] = f
+	c.mu.Unlock()
+	return f, true
+}
+
+// storeFacts remembers an inspection; the file is best effort.
+func (p *Provider) storeFacts(key string, f imageFacts) {
+	c := &p.caps
+	c.mu.Lock()
+	if c.mem == nil {
+		c.mem = map[string]imageFacts{}
+	}
+	c.mem[key] = f
+	c.mu.Unlock()
+	if c.dir == "" {
+		return
+	}
+	f.Image = ""
+	b, err := json.Marshal(f)
+	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, key+".json")) != nil {
+		os.Remove(tmp.Name())
+	}
+}

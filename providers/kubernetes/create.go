@@ -1,0 +1,473 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/scram"
+	"github.com/sandboxer/sandboxer/services"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// clusterDomain is the DNS domain of the cluster's Services. It is the
+// default of every distribution; a cluster configured otherwise still
+// resolves the shorter <name>.<namespace>.svc, which the certificate
+// names too.
+const clusterDomain = "cluster.local"
+
+// apiWriteTimeout bounds one create of an object. It runs to completion
+// even when the caller's context ends: the server finishes a create
+// whose request was abandoned, and the object would appear after cleanup
+// ran; letting the call return means cleanup knows to delete it.
+const apiWriteTimeout = 30 * time.Second
+
+// build is one Create in progress.
+type build struct {
+	req      apply.CreateRequest
+	ns, name string
+	services []string // in start rank order (services.Service.StartRank)
+	images   map[string]config.Image
+	facts    map[string]imageFacts
+	scrub    scrubber
+	withTLS  bool
+
+	mu        sync.Mutex
+	creds     map[string]state.Credentials
+	available map[string][]string
+	versions  map[string]map[string]string
+	caFile    string
+}
+
+// dnsNames are the in-cluster names of the instance's Service, longest
+// (the one handed out) first.
+func (b *build) dnsNames() []string {
+	svc := b.name + "." + b.ns + ".svc"
+	return []string{svc + "." + clusterDomain, svc, b.name + "." + b.ns, b.name}
+}
+
+func (b *build) setCA(caPEM, file string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.caFile = file
+	for svc, c := range b.creds {
+		c.CA, c.CAFile = caPEM, file
+		b.creds[svc] = c
+	}
+}
+
+func (b *build) cred(svc string) state.Credentials {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.creds[svc]
+}
+
+func (b *build) done(svc string, c state.Credentials, available map[string]string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.creds[svc] = c
+	b.available[svc] = sortedKeys(available)
+	b.versions[svc] = available
+}
+
+// Create provisions one instance: its Secret, its pod with one container
+// per service, its headless Service and NetworkPolicy; ready once every
+// service answers its protocol probe with the handed-out credentials on
+// the pod's IP. On any failure it deletes everything it made (on a fresh
+// context) and returns an error quoting the failing container's log,
+// scrubbed of secrets.
+//
+// Objects already named like this instance can only be leftovers of an
+// interrupted Create (state is written after Create returns): they are
+// deleted and created anew.
+func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
+	b, err := p.newBuild(ctx, req)
+	if err != nil {
+		return nil, b.scrub.err(fmt.Errorf("create %s: %w", req.Address, err))
+	}
+	created, err := p.create(ctx, b)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		if cerr := p.cleanup(ctx, b); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("cleanup after failure: %w", cerr))
+		}
+		return nil, b.scrub.err(fmt.Errorf("create %s: %w", req.Address, err))
+	}
+	return created, nil
+}
+
+// newBuild validates the request, finds each image's facts and makes the
+// credentials.
+func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*build, error) {
+	b := &build{req: req, ns: p.ns, facts: map[string]imageFacts{},
+		creds: map[string]state.Credentials{}, available: map[string][]string{}, versions: map[string]map[string]string{}}
+	images, err := p.validate(req)
+	if err != nil {
+		return b, err
+	}
+	b.images = images
+	b.name = podName(req.Lineage, req.Address, req.Generation)
+	b.withTLS = req.Publish.TLS
+	b.services = req.Features.Services()
+	slices.SortStableFunc(b.services, func(x, y string) int { return startRank(x) - startRank(y) })
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for _, svc := range b.services {
+		g.Go(func() error {
+			f, err := p.imageFacts(gctx, svc, images[svc])
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			b.facts[svc] = f
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return b, err
+	}
+	database := req.Database
+	if database == "" {
+		database = appDatabase
+	}
+	for _, svc := range b.services {
+		app, err := newPassword()
+		if err != nil {
+			return b, err
+		}
+		admin, err := newPassword()
+		if err != nil {
+			return b, err
+		}
+		c := state.Credentials{User: appUser, Password: app, AdminUser: adminUser, AdminPassword: admin,
+			NetworkHost: b.dnsNames()[0], NetworkPort: servicePort(svc)}
+		if svc == pgsvc.Name {
+			c.Database = database
+		}
+		b.creds[svc] = c
+		b.scrub.add(app, admin)
+		if p.onSecrets != nil {
+			p.onSecrets(app.Reveal(), admin.Reveal())
+		}
+	}
+	return b, nil
+}
+
+// create makes the objects and waits for the services.
+func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error) {
+	secret, pod, runs, err := p.objects(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.createObject(ctx, b, "secrets", func(wctx context.Context) error {
+		_, err := p.cs.CoreV1().Secrets(p.ns).Create(wctx, secret, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) error { return p.deleteLeftovers(ctx, b) }); err != nil {
+		return nil, err
+	}
+	var made *corev1.Pod
+	if err := p.createObject(ctx, b, "pods", func(wctx context.Context) error {
+		var err error
+		made, err = p.cs.CoreV1().Pods(p.ns).Create(wctx, pod, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) error { return p.deleteLeftovers(ctx, b) }); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.readyTimeout())
+	defer cancel()
+	g, gctx := errgroup.WithContext(rctx)
+	// The Service, the NetworkPolicy and the Secret's owner reference are
+	// off the path to ready: made while the pod starts.
+	g.Go(func() error { return p.createDependents(gctx, b, made, runs) })
+	ipc := make(chan string, 1)
+	watchCtx, stopWatch := context.WithCancel(gctx)
+	defer stopWatch()
+	var lastMu sync.Mutex
+	var last *corev1.Pod
+	g.Go(func() error {
+		sent := false
+		err := p.watchPod(watchCtx, b.name, made.ResourceVersion, func(cur *corev1.Pod) (bool, error) {
+			lastMu.Lock()
+			last = cur
+			lastMu.Unlock()
+			if err := podFailure(cur); err != nil {
+				return false, err
+			}
+			if !sent && cur.Status.PodIP != "" && (!b.withTLS || containerRunning(cur, tlsInitName)) {
+				sent = true
+				ipc <- cur.Status.PodIP
+			}
+			return false, nil // until the services answer (stopWatch)
+		})
+		if watchCtx.Err() != nil && gctx.Err() == nil {
+			return nil // stopped: every service is ready
+		}
+		return err
+	})
+	g.Go(func() error {
+		defer stopWatch()
+		var ip string
+		select {
+		case ip = <-ipc:
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+		if b.withTLS {
+			if err := p.deliverTLS(gctx, b, ip); err != nil {
+				return err
+			}
+		}
+		sg, sctx := errgroup.WithContext(gctx)
+		for _, svc := range b.services {
+			sg.Go(func() error { return p.withLog(sctx, b, svc, p.serviceReady(sctx, b, svc, ip)) })
+		}
+		return sg.Wait()
+	})
+	if err := g.Wait(); err != nil {
+		if ctx.Err() == nil && rctx.Err() != nil {
+			lastMu.Lock()
+			why := pendingReason(last)
+			lastMu.Unlock()
+			return nil, fmt.Errorf("not ready within %s (pod %s: %s): %w", p.readyTimeout(), b.name, why, err)
+		}
+		return nil, err
+	}
+	containers := map[string]string{}
+	for _, svc := range b.services {
+		containers[svc] = svc
+	}
+	return &apply.Created{
+		Credentials: b.creds,
+		Resources: state.Resources{
+			Runtime:    state.RuntimeKubernetes,
+			Namespace:  p.ns,
+			Pod:        b.name,
+			Containers: containers,
+		},
+		AvailableExtensions: b.available,
+		ExtensionVersions:   b.versions,
+	}, nil
+}
+
+// objects builds the Secret and the pod of b.
+func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun, error) {
+	meta := p.instanceMeta(b.req.Address, b.req.Lineage, b.req.Generation, b.name)
+	data := map[string][]byte{}
+	var runs []serviceRun
+	for _, svc := range b.services {
+		c, img, f, feats := b.creds[svc], b.images[svc], b.facts[svc], b.req.Features[svc]
+		switch svc {
+		case pgsvc.Name:
+			verifier, err := scram.Verifier(c.Password.Reveal())
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			// Not a password, but no business in an error either.
+			b.scrub.add(state.Secret(verifier))
+			if p.onSecrets != nil {
+				p.onSecrets(verifier)
+			}
+			data[keyPGPassword] = []byte(c.AdminPassword.Reveal())
+			data[keyPGInit] = pgsvc.InitScript(c, verifier, feats, p.cat.Allowed(pgsvc.Name))
+			if b.withTLS {
+				data[keyPGHBA] = pgsvc.TLSOnlyHBA()
+			}
+			runs = append(runs, postgresRun(img, f, c.AdminUser, feats, b.withTLS))
+		case redissvc.Name:
+			data[keyRedisACL] = redissvc.ACLFile(c)
+			runs = append(runs, redisRun(img, f, feats, b.withTLS))
+		default:
+			return nil, nil, nil, fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
+		}
+	}
+	return secretSpec(meta, data), p.podSpec(meta, runs, b.withTLS, &runs[0]), runs, nil
+}
+
+// createObject runs one create to completion (see apiWriteTimeout). An
+// object of the same name that exists already is a leftover of an
+// interrupted Create of this very instance: leftover deletes it and the
+// create is tried once more.
+func (p *Provider) createObject(ctx context.Context, b *build, resource string, create func(context.Context) error, leftover func(context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiWriteTimeout)
+	defer cancel()
+	err := create(wctx)
+	if isAlreadyExists(err) {
+		if derr := leftover(ctx); derr != nil {
+			return fmt.Errorf("remove leftovers of an interrupted create: %w", derr)
+		}
+		err = create(wctx)
+	}
+	if err != nil {
+		return p.apiErr("create", resource, b.name, err)
+	}
+	return ctx.Err()
+}
+
+// deleteLeftovers deletes the instance's objects left by an earlier,
+// interrupted Create, after checking they are labelled as its own.
+func (p *Provider) deleteLeftovers(ctx context.Context, b *build) error {
+	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, b.name, metav1.GetOptions{})
+	if err == nil && !ownedBy(pod.ObjectMeta, b.req.Address) {
+		return fmt.Errorf("pod %s exists and is not labelled as sandboxer's for %s; refusing to remove it", b.name, b.req.Address)
+	}
+	sec, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, b.name, metav1.GetOptions{})
+	if err == nil && !ownedBy(sec.ObjectMeta, b.req.Address) {
+		return fmt.Errorf("secret %s exists and is not labelled as sandboxer's for %s; refusing to remove it", b.name, b.req.Address)
+	}
+	return p.deleteInstance(ctx, b.name)
+}
+
+// createDependents makes the Service and the NetworkPolicy, owned by the
+// pod, and makes the Secret (created before the pod, which mounts it)
+// owned by it too.
+func (p *Provider) createDependents(ctx context.Context, b *build, pod *corev1.Pod, runs []serviceRun) error {
+	meta := p.instanceMeta(b.req.Address, b.req.Lineage, b.req.Generation, b.name)
+	meta.OwnerReferences = ownedByPod(pod)
+	svc, np := serviceSpec(meta, runs), networkPolicySpec(meta, runs)
+	if err := p.createObject(ctx, b, "services", func(wctx context.Context) error {
+		_, err := p.cs.CoreV1().Services(p.ns).Create(wctx, svc, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) error { return p.deleteOne(ctx, kindService, b.name) }); err != nil {
+		return err
+	}
+	if err := p.createObject(ctx, b, "networkpolicies", func(wctx context.Context) error {
+		_, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).Create(wctx, np, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) error { return p.deleteOne(ctx, kindNetworkPolicy, b.name) }); err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": meta.OwnerReferences}})
+	if err != nil {
+		return err
+	}
+	if _, err := p.cs.CoreV1().Secrets(p.ns).Patch(ctx, b.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return p.apiErr("patch", "secrets", b.name, err)
+	}
+	return nil
+}
+
+// serviceReady waits for one service on the pod's IP, then checks its
+// features, as the Docker provider does after a start.
+func (p *Provider) serviceReady(ctx context.Context, b *build, svc, ip string) error {
+	c := b.cred(svc)
+	c.Host, c.Port = ip, servicePort(svc)
+	tlsConf, err := c.ClientTLS(c.Host)
+	if err != nil {
+		return err
+	}
+	img, feats := b.images[svc], b.req.Features[svc]
+	switch svc {
+	case pgsvc.Name:
+		return p.postgresReady(ctx, b, c, tlsConf, img, feats)
+	case redissvc.Name:
+		return p.redisReady(ctx, b, c, tlsConf, img, feats)
+	}
+	return fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
+}
+
+// withLog attaches the tail of the service container's log to its error.
+// A service that failed only because a sibling failed first (ctx is
+// cancelled) gets none: the first error is reported anyway.
+func (p *Provider) withLog(ctx context.Context, b *build, svc string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", svc, err)
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return &serviceError{Service: svc, Pod: b.name, Err: err, Log: b.scrub.text(p.logTail(lctx, b.name, svc, logTailLines))}
+}
+
+// cleanup deletes what a failed Create made, on a fresh context so an
+// interrupt still cleans up, and its CA file.
+func (p *Provider) cleanup(ctx context.Context, b *build) error {
+	if b.name == "" {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	err := p.deleteInstance(cctx, b.name)
+	if b.caFile != "" {
+		if rerr := removeCAFiles(&state.Record{Credentials: map[string]state.Credentials{"ca": {CAFile: b.caFile}}}); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// validate re-checks the request against the catalog: it is the security
+// boundary, so the provider does not rely on config validation alone.
+func (p *Provider) validate(req apply.CreateRequest) (map[string]config.Image, error) {
+	if req.Address == "" || req.Lineage == "" || req.Generation < 1 {
+		return nil, errors.New("invalid request: address, lineage and a generation ≥ 1 are required")
+	}
+	if len(req.Features) == 0 {
+		return nil, errors.New("invalid request: no services")
+	}
+	if req.Database != "" {
+		if err := config.CheckDatabase(req.Database); err != nil {
+			return nil, fmt.Errorf("invalid request: %w", err)
+		}
+	}
+	if len(req.Networks) > 0 {
+		return nil, fmt.Errorf("invalid request: Kubernetes has no user networks to join (networks %v); "+
+			"clients in the cluster reach a sandbox by its Service name", req.Networks)
+	}
+	images := map[string]config.Image{}
+	for _, svc := range req.Features.Services() {
+		if err := p.cat.CheckService(svc); err != nil {
+			return nil, err
+		}
+		for _, f := range req.Features[svc] {
+			if err := p.cat.CheckFeature(svc, f); err != nil {
+				return nil, err
+			}
+		}
+		img, err := p.imageFor(svc, req.Images[svc], req.Features[svc])
+		if err != nil {
+			return nil, err
+		}
+		images[svc] = img
+	}
+	if req.Publish.TLS && p.CADir == "" {
+		return nil, errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
+	}
+	return images, nil
+}
+
+// startRank orders the services in the pod (PostgreSQL, the longest path
+// to ready, first: it also owns the TLS files and its group is the pod's).
+func startRank(service string) int {
+	if s, ok := services.Lookup(service); ok {
+		return s.StartRank()
+	}
+	return 2
+}
+
+func servicePort(service string) int {
+	if s, ok := services.Lookup(service); ok {
+		return s.Port()
+	}
+	return 0
+}

@@ -1,0 +1,74 @@
+// Package kubernetes provisions sandbox instances on a Kubernetes cluster,
+// in one namespace, through client-go. It implements apply.Provider and
+// the capabilities apply.Inventory, snapshot.Engine and snapshot.SQLRunner,
+// the same contracts as providers/docker, and asks services/postgres and
+// services/redis what each service is (init script, ACL file, settings,
+// probes, feature checks), so no service logic lives here.
+//
+// What a sandbox is on Kubernetes (one instance; all objects share one
+// name, sbx-<12 lineage characters>-<address>-g<generation>, names.go):
+//   - a Pod with one container per service, run as the image's own
+//     service user (its uid found by the image inspection, never assumed),
+//     never privileged, without privilege escalation, every capability
+//     dropped, seccomp RuntimeDefault, no service account token, no
+//     service links, restartPolicy Never (a stopped service makes the
+//     sandbox dead, and it is replaced), terminationGracePeriodSeconds 2,
+//     imagePullPolicy IfNotPresent (locally imported images work, a
+//     cluster with a registry pulls). Memory limit = memory_mb per
+//     container, request 1/16 of it; pids_limit cannot be set per pod (it
+//     is the kubelet's node-wide podPidsLimit). PostgreSQL's data is in an
+//     emptyDir, in memory with storage = "tmpfs";
+//   - a Secret holding the admin password file (the image's
+//     POSTGRES_PASSWORD_FILE), the init script (a SCRAM verifier, no clear
+//     password), the Redis ACL file (hashes only) and, with TLS, the
+//     TLS-only hba file, mounted read-only, each container seeing only its
+//     own keys. Immutable;
+//   - a headless Service (clusterIP None) selecting the pod, so
+//     <pod>.<namespace>.svc.cluster.local resolves in the cluster;
+//   - a NetworkPolicy admitting ingress to the services' ports only from
+//     pods labelled sandboxer.dev/client-of=<pod name> and from outside
+//     the cluster (an ipBlock). The local cluster's bridge network plugin
+//     does not enforce policies; a cluster with a policy-enforcing plugin
+//     does;
+//   - the Secret, Service and NetworkPolicy carry an owner reference to
+//     the pod, so the cluster's garbage collector removes them with it
+//     should sandboxer not (Delete removes each explicitly).
+//
+// Everything carries sandboxer.dev/* labels (managed, lineage, address,
+// generation, pod; values that do not fit a label are hashed, the exact
+// value is in an annotation of the same key): the labels, not what state
+// remembers, are the source of truth after a crash (ListManaged,
+// DeleteManaged).
+//
+// Endpoints. Credentials.Host and Port are the pod's IP and the container
+// port: reachable from where sandboxer runs when pod IPs are routable
+// there (the local cluster, a node, a pod, a flat-network cluster);
+// a port-forward for clusters whose pod network is not is future work.
+// NetworkHost and NetworkPort are the Service's DNS name and the
+// container port, for clients in the cluster. Readiness is the services'
+// own protocol probe with the handed-out credentials on the pod's IP,
+// never the kubelet's view. With TLS, each instance has its own CA; the
+// certificate names the Service's DNS names and the pod's IP, which exists
+// only once the pod's sandbox does, so the key and certificates reach the
+// pod over the exec API into an in-memory volume that an init container
+// holds until they are there (tls.go), never through the pod spec or the
+// Secret.
+//
+// Check learns what an image provides from a short-lived inspection pod
+// (inspect.go) and caches it by the image's digest (capabilities.go).
+//
+// What this package must never do:
+//   - put a password in an error, an event, a label, an annotation, an
+//     environment variable, a command line or the pod spec (the Secret's
+//     files carry them; errors are scrubbed of them);
+//   - run a container privileged, as root, with a capability or with
+//     privilege escalation allowed;
+//   - start an image that is neither the configured one nor, when none is
+//     configured, a default image;
+//   - delete an object that does not carry its labels (Delete checks the
+//     pod's; the others share its name), or create one without them;
+//   - decide readiness from the kubelet's view alone (a Running pod is not
+//     a server that answers with the handed-out credentials);
+//   - hand out a PostgreSQL superuser or a Redis user that can load
+//     modules, change configuration or run debug commands.
+package kubernetes

@@ -1,0 +1,324 @@
+package kubernetes
+
+import (
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/sandboxer/sandboxer/config"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+)
+
+// Where things are inside a sandbox's containers.
+const (
+	// secretDir is where each service's part of the instance's Secret is
+	// mounted, read-only.
+	secretDir = "/etc/sandboxer"
+	// tlsDir is where each service finds its TLS key and certificates
+	// (an in-memory emptyDir filled before the services start, tls.go).
+	tlsDir = "/etc/sandboxer-tls"
+	// pgDataRoot is the emptyDir PostgreSQL's data directory is made in.
+	// The data directory itself is a subdirectory the entrypoint creates
+	// as the postgres user: the volume's root belongs to root, and initdb
+	// and the server refuse a data directory they do not own.
+	pgDataRoot = "/var/lib/sandboxer"
+	pgDataDir  = pgDataRoot + "/pgdata"
+)
+
+// Keys of the instance's Secret. Each service's container mounts only
+// its own keys (secretItems), so Redis never sees PostgreSQL's admin
+// password.
+const (
+	keyPGPassword = pgsvc.PasswordFile
+	keyPGInit     = pgsvc.InitScriptName
+	keyPGHBA      = "pg_hba.conf"
+	keyRedisACL   = redissvc.ACLFileName
+)
+
+// terminationGrace is short: a sandbox holds nothing worth a graceful
+// shutdown, and a pod delete waits for it (the default 30 s made every
+// delete of a PID 1 that ignores SIGTERM take that long).
+const terminationGrace = 2
+
+// requestFraction: a container requests 1/16 of its memory limit (at
+// least 16 MiB), what an idle sandbox uses (PostgreSQL about 45–55 MB,
+// Redis a few MB). Requesting the limit would let a node of 8 GiB
+// schedule only a handful of sandboxes that each sit nearly idle.
+const requestFraction = 16
+
+// serviceRun is how one service's container runs.
+type serviceRun struct {
+	Name  string
+	Image string
+	Args  []string
+	Env   []corev1.EnvVar
+	Port  int
+	Facts imageFacts
+}
+
+// podSpec is the whole pod of one instance. fsGroup is the first
+// service's group (PostgreSQL's when it runs): the Secret's files are
+// 0440 root:fsGroup, readable by every container of the pod, each of
+// which mounts only its own keys.
+func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bool, tlsWriter *serviceRun) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: meta}
+	spec := &pod.Spec
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	spec.AutomountServiceAccountToken = ptr.To(false)
+	spec.EnableServiceLinks = ptr.To(false)
+	spec.TerminationGracePeriodSeconds = ptr.To[int64](terminationGrace)
+	spec.SecurityContext = &corev1.PodSecurityContext{
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if len(runs) > 0 {
+		spec.SecurityContext.FSGroup = ptr.To(runs[0].Facts.GID)
+	}
+	for _, r := range runs {
+		vol := "secret-" + r.Name
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: meta.Name, Items: secretItems(r.Name, withTLS), DefaultMode: ptr.To[int32](0o440)},
+		}})
+		c := corev1.Container{
+			Name:            r.Name,
+			Image:           r.Image,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Args:            r.Args,
+			Env:             r.Env,
+			Ports:           []corev1.ContainerPort{{Name: portName(r.Name), ContainerPort: int32(r.Port), Protocol: corev1.ProtocolTCP}},
+			SecurityContext: containerSecurity(r.Facts),
+			Resources:       p.resources(),
+			VolumeMounts:    []corev1.VolumeMount{{Name: vol, MountPath: secretDir, ReadOnly: true}},
+			// The log is the error's explanation when the container stops.
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		}
+		if r.Name == pgsvc.Name {
+			// The init script goes in beside whatever the image ships
+			// there (postgis has 10_postgis.sh), as one file.
+			c.VolumeMounts = append(c.VolumeMounts,
+				corev1.VolumeMount{Name: vol, MountPath: path.Join(pgsvc.InitDir, pgsvc.InitScriptName), SubPath: keyPGInit, ReadOnly: true},
+				corev1.VolumeMount{Name: "pgdata", MountPath: pgDataRoot})
+			ed := &corev1.EmptyDirVolumeSource{}
+			if p.cfg.Storage == config.StorageTmpfs {
+				ed.Medium = corev1.StorageMediumMemory
+			}
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "pgdata", VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+		}
+		if withTLS {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: tlsDir, SubPath: r.Name, ReadOnly: true})
+		}
+		spec.Containers = append(spec.Containers, c)
+	}
+	if withTLS && tlsWriter != nil {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory},
+		}})
+		spec.InitContainers = []corev1.Container{tlsInitContainer(*tlsWriter, p.resources())}
+	}
+	return pod
+}
+
+// portName is a container port's name (an IANA_SVC_NAME: at most 15
+// characters, letters, digits and '-').
+func portName(service string) string {
+	n := dnsSanitize(service)
+	if len(n) > 15 {
+		n = n[:15]
+	}
+	return n
+}
+
+// containerSecurity runs a service as the image's own service user (found
+// by the image inspection, never assumed), so the official entrypoints
+// skip their root-only steps (chown, setpriv) and need no capability at
+// all: every one is dropped, and nothing can gain one back.
+func containerSecurity(f imageFacts) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsUser:                ptr.To(f.UID),
+		RunAsGroup:               ptr.To(f.GID),
+		RunAsNonRoot:             ptr.To(f.UID != 0),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// resources: the memory limit is the configuration's memory_mb per
+// container, as on Docker; the request a fraction of it (requestFraction).
+// pids_limit has no per-pod setting in the API: it is the kubelet's
+// podPidsLimit, node-wide, and not set here.
+func (p *Provider) resources() corev1.ResourceRequirements {
+	var r corev1.ResourceRequirements
+	if mb := p.cfg.MemoryMB; mb > 0 {
+		req := max(mb/requestFraction, 16)
+		r.Limits = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(mb<<20, resource.BinarySI)}
+		r.Requests = corev1.ResourceList{
+			corev1.ResourceMemory: *resource.NewQuantity(min(req, mb)<<20, resource.BinarySI),
+			corev1.ResourceCPU:    resource.MustParse("10m"),
+		}
+	}
+	return r
+}
+
+// secretItems are the keys of the instance's Secret a service's container
+// sees.
+func secretItems(service string, withTLS bool) []corev1.KeyToPath {
+	var keys []string
+	switch service {
+	case pgsvc.Name:
+		keys = []string{keyPGPassword, keyPGInit}
+		if withTLS {
+			keys = append(keys, keyPGHBA)
+		}
+	case redissvc.Name:
+		keys = []string{keyRedisACL}
+	}
+	items := make([]corev1.KeyToPath, len(keys))
+	for i, k := range keys {
+		items[i] = corev1.KeyToPath{Key: k, Path: k}
+	}
+	return items
+}
+
+// secretSpec is the instance's Secret: the admin password file (the
+// official image's POSTGRES_PASSWORD_FILE), the init script (a SCRAM
+// verifier, no clear password), the TLS-only hba file, the Redis ACL file
+// (SHA-256 hashes only). Immutable: nothing ever changes it, and the
+// kubelet then need not watch it.
+func secretSpec(meta metav1.ObjectMeta, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: data, Immutable: ptr.To(true)}
+}
+
+// serviceSpec is the instance's headless Service: <name>.<namespace>.svc
+// resolves, in the cluster, to the pod's IP, also before the pod is ready
+// (the services' own probes decide readiness, not the kubelet).
+func serviceSpec(meta metav1.ObjectMeta, runs []serviceRun) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: meta}
+	svc.Spec.ClusterIP = corev1.ClusterIPNone
+	svc.Spec.Selector = map[string]string{LabelPod: meta.Name}
+	svc.Spec.PublishNotReadyAddresses = true
+	for _, r := range runs {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name: portName(r.Name), Port: int32(r.Port), TargetPort: intstr.FromInt32(int32(r.Port)), Protocol: corev1.ProtocolTCP,
+		})
+	}
+	return svc
+}
+
+// networkPolicySpec admits ingress to the instance's ports only from pods
+// of its namespace labelled as its clients (LabelClientOf: its name) and
+// from outside the cluster (where sandboxer and the hosts it serves run;
+// an ipBlock, which by the API's rules does not match pod IPs on most
+// network plugins). It takes effect only with a network plugin that
+// enforces policies: the bridge plugin of the local cluster does not.
+func networkPolicySpec(meta metav1.ObjectMeta, runs []serviceRun) *networkingv1.NetworkPolicy {
+	np := &networkingv1.NetworkPolicy{ObjectMeta: meta}
+	np.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{LabelPod: meta.Name}}
+	np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	rule := networkingv1.NetworkPolicyIngressRule{
+		From: []networkingv1.NetworkPolicyPeer{
+			{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelClientOf: meta.Name}}},
+			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}},
+			{IPBlock: &networkingv1.IPBlock{CIDR: "::/0"}},
+		},
+	}
+	for _, r := range runs {
+		rule.Ports = append(rule.Ports, networkingv1.NetworkPolicyPort{
+			Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(int32(r.Port))),
+		})
+	}
+	np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{rule}
+	return np
+}
+
+// ownedByPod makes obj a dependent of pod, so the cluster's garbage
+// collector removes it with the pod should sandboxer not (a crash between
+// the two deletes).
+func ownedByPod(pod *corev1.Pod) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+		BlockOwnerDeletion: ptr.To(false),
+	}}
+}
+
+// postgresRun is how PostgreSQL runs: the official-image contract with
+// sandboxer's admin as POSTGRES_USER, its password as a file from the
+// Secret, the data directory in the pod's emptyDir, durability off and
+// the lean settings of services/postgres.
+func postgresRun(img config.Image, f imageFacts, adminUser string, feats []string, withTLS bool) serviceRun {
+	env := []corev1.EnvVar{
+		{Name: "POSTGRES_USER", Value: adminUser},
+		{Name: "POSTGRES_PASSWORD_FILE", Value: path.Join(secretDir, keyPGPassword)},
+		{Name: "POSTGRES_DB", Value: "postgres"},
+		{Name: "POSTGRES_INITDB_ARGS", Value: pgsvc.InitdbArgs},
+		{Name: "PGDATA", Value: pgDataDir},
+	}
+	env = append(env, envVars(pgsvc.UTCUnlessSet(f.env))...)
+	env = append(env, envVars(pgsvc.ServerBinFirst(f.env))...)
+	args := []string{"postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"}
+	args = append(args, pgsvc.LeanArgs...)
+	args = append(args, pgsvc.PreloadArgs(feats)...)
+	if withTLS {
+		args = append(args, pgsvc.TLSArgs(path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(secretDir, keyPGHBA))...)
+	}
+	return serviceRun{Name: pgsvc.Name, Image: img.Ref, Args: args, Env: env, Port: pgsvc.Port, Facts: f}
+}
+
+// redisRun is how Redis runs: the ACL file from the Secret, no
+// persistence, MODULE and DEBUG disabled, the requested modules the image
+// does not load by itself.
+func redisRun(img config.Image, f imageFacts, feats []string, withTLS bool) serviceRun {
+	args := []string{"redis-server",
+		"--aclfile", path.Join(secretDir, keyRedisACL),
+		"--save", "",
+		"--appendonly", "no",
+		"--enable-module-command", "no",
+		"--enable-debug-command", "no",
+	}
+	args = append(args, redissvc.LoadModuleArgs(feats, img.Modules, f.SelfLoaded)...)
+	if withTLS {
+		args = append(args, redissvc.TLSArgs(path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(tlsDir, tlsCAName))...)
+	}
+	return serviceRun{Name: redissvc.Name, Image: img.Ref, Args: args, Port: redissvc.Port, Facts: f}
+}
+
+// envVars turns NAME=value pairs into the API's form.
+func envVars(pairs []string) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(pairs))
+	for _, kv := range pairs {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				out = append(out, corev1.EnvVar{Name: kv[:i], Value: kv[i+1:]})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// describe is a pod's one-line state for errors.
+func describe(pod *corev1.Pod) string {
+	if pod == nil {
+		return "gone"
+	}
+	s := string(pod.Status.Phase)
+	if pod.DeletionTimestamp != nil {
+		s += ", being deleted"
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		switch {
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+			s += fmt.Sprintf("; %s waiting: %s", cs.Name, cs.State.Waiting.Reason)
+		case cs.State.Terminated != nil:
+			s += fmt.Sprintf("; %s exited with code %d (%s)", cs.Name, cs.State.Terminated.ExitCode, cs.State.Terminated.Reason)
+		}
+	}
+	return s
+}

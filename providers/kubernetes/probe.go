@@ -1,0 +1,103 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/services"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Probe checks that every service of a recorded instance answers its
+// protocol probe with the handed-out credentials on the pod's IP, all
+// services at once. The credentials are unique to the instance, so a
+// login is proof enough that its pod runs, and a refresh of a thousand
+// live sandboxes asks the API server nothing. Only a failed probe asks
+// why: a pod that is gone, deleted, finished or has a stopped container
+// gives an error wrapping apply.ErrNotFound (the instance is dead and is
+// re-provisioned); an API server that cannot be reached one wrapping
+// apply.ErrEngine.
+func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
+	if rec == nil {
+		return errors.New("probe: no record")
+	}
+	scrub := scrubRecord(rec)
+	if rec.Resources.Pod == "" {
+		return fmt.Errorf("probe %s: no pod recorded: %w", rec.Address, apply.ErrNotFound)
+	}
+	svcs := sortedKeys(rec.Credentials)
+	errs := make([]error, len(svcs))
+	var wg sync.WaitGroup
+	for i, svc := range svcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.protocolProbe(ctx, rec.Credentials[svc], svc)
+		}()
+	}
+	wg.Wait()
+	var failed error
+	var failedSvc string
+	for i, err := range errs {
+		if err != nil {
+			failed, failedSvc = err, svcs[i]
+			break
+		}
+	}
+	if failed == nil {
+		return nil
+	}
+	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, rec.Resources.Pod, metav1.GetOptions{})
+	switch {
+	case isNotFound(err):
+		return fmt.Errorf("probe %s: pod %s: %w", rec.Address, rec.Resources.Pod, apply.ErrNotFound)
+	case err != nil:
+		return scrub.err(fmt.Errorf("probe %s: %w", rec.Address, p.apiErr("get", "pods", rec.Resources.Pod, err)))
+	}
+	if why := deadReason(pod, rec); why != "" {
+		return fmt.Errorf("probe %s: pod %s %s: %w", rec.Address, pod.Name, why, apply.ErrNotFound)
+	}
+	return scrub.err(fmt.Errorf("probe %s: %s: %w", rec.Address, failedSvc, failed))
+}
+
+// deadReason says why pod can never serve rec again ("" when it may): it
+// is being deleted, has finished, or a service's container stopped (the
+// pod never restarts one: a restarted PostgreSQL would come back with an
+// empty data directory on some storage, and a dead sandbox is replaced).
+func deadReason(pod *corev1.Pod, rec *state.Record) string {
+	if pod.DeletionTimestamp != nil {
+		return "is being deleted"
+	}
+	if podPhaseTerminal(pod) {
+		return "is " + string(pod.Status.Phase)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if _, ok := rec.Resources.Containers[cs.Name]; !ok {
+			continue
+		}
+		if t := cs.State.Terminated; t != nil {
+			return fmt.Sprintf("has container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+		}
+	}
+	return ""
+}
+
+func (p *Provider) protocolProbe(ctx context.Context, c state.Credentials, svc string) error {
+	pctx, cancel := context.WithTimeout(ctx, p.probeTimeout())
+	defer cancel()
+	tlsConf, err := c.ClientTLS(c.Host)
+	if err != nil {
+		return err
+	}
+	s, ok := services.Lookup(svc)
+	if !ok {
+		return fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
+	}
+	return s.Ping(pctx, c, tlsConf)
+}

@@ -1,0 +1,177 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+)
+
+// Defaults for the timeouts a Provider uses.
+const (
+	DefaultReadyTimeout = 90 * time.Second
+	DefaultProbeTimeout = 3 * time.Second
+	// cleanupTimeout bounds removing a failed instance; cleanup runs on a
+	// fresh context so an interrupted Create still cleans up.
+	cleanupTimeout = 60 * time.Second
+	// reachTimeout bounds New's reachability check.
+	reachTimeout = 10 * time.Second
+	// goneTimeout bounds how long a delete waits for the pod to be gone.
+	goneTimeout = 60 * time.Second
+)
+
+// Client-side rate limits. client-go's defaults (5 QPS, burst 10) would
+// throttle an apply of a thousand sandboxes, four or five writes each, to
+// a quarter of an hour; the API server has its own flow control (APF)
+// that protects it from a client that asks too much.
+const (
+	clientQPS   = 100
+	clientBurst = 200
+)
+
+// Provider drives one namespace of one Kubernetes cluster. It is safe for
+// concurrent use once configured; set the exported fields before the
+// first call.
+type Provider struct {
+	cs   k8s.Interface
+	rest *rest.Config // nil with a fake clientset (unit tests): no exec
+	ns   string
+	// where says where the cluster was looked for (the kubeconfig file or
+	// "in-cluster config", and the server URL), for errors.
+	where string
+	cfg   *config.Provider
+	cat   *config.Catalog
+
+	// ReadyTimeout bounds how long Create waits for the pod to run and
+	// each service to answer its protocol probe. Zero means
+	// DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// ProbeTimeout bounds each service's check in Probe. Zero means
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// CADir is where the CA files of TLS instances are written for clients
+	// (SANDBOXER_<SVC>_CA); TLS instances cannot be created without it.
+	CADir string
+
+	// caps remembers what each image provides (capabilities.go).
+	caps capCache
+	// facts collapses concurrent inspections of one image (Create of many
+	// sandboxes at once without a Check first).
+	facts singleflight.Group
+
+	// onSecrets, when set (tests only), receives every secret Create
+	// generates, so tests can prove none of them leaks.
+	onSecrets func(...string)
+}
+
+var _ apply.Provider = (*Provider)(nil)
+
+// New connects to the cluster cfg names (see loadClientConfig) and checks,
+// with one GET of the namespace, that it answers and the namespace
+// exists. Errors say where the cluster was looked for.
+func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provider, error) {
+	if cfg == nil {
+		return nil, errors.New("kubernetes provider: no provider configuration")
+	}
+	if cat == nil {
+		return nil, errors.New("kubernetes provider: no catalog")
+	}
+	rc, where, ns, err := loadClientConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes provider: %w", err)
+	}
+	rc.QPS, rc.Burst = clientQPS, clientBurst
+	rc.UserAgent = "sandboxer"
+	cs, err := k8s.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes provider: configure client for %s: %w", where, err)
+	}
+	p := newProvider(cs, rc, ns, where, cfg, cat)
+	rctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	if err := p.checkNamespace(rctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newProvider assembles a Provider around a clientset (a fake one in unit
+// tests, which leave rc nil).
+func newProvider(cs k8s.Interface, rc *rest.Config, ns, where string, cfg *config.Provider, cat *config.Catalog) *Provider {
+	return &Provider{cs: cs, rest: rc, ns: ns, where: where, cfg: cfg, cat: cat}
+}
+
+// checkNamespace is New's reachability check.
+func (p *Provider) checkNamespace(ctx context.Context) error {
+	_, err := p.cs.CoreV1().Namespaces().Get(ctx, p.ns, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if isNotFound(err) {
+		return fmt.Errorf("kubernetes provider: namespace %q does not exist in the cluster at %s "+
+			"(create it with kubectl create namespace %s, or set provider \"kubernetes\" { namespace = \"…\" })", p.ns, p.where, p.ns)
+	}
+	return p.apiErr("get", "namespaces", p.ns, err)
+}
+
+// Namespace is the namespace sandboxes go in.
+func (p *Provider) Namespace() string { return p.ns }
+
+// Close releases nothing: the clientset's connections are pooled by
+// net/http and closed with the process. It exists so callers that close
+// providers need not know which runtime they hold.
+func (p *Provider) Close() error { return nil }
+
+func (p *Provider) readyTimeout() time.Duration {
+	if p.ReadyTimeout > 0 {
+		return p.ReadyTimeout
+	}
+	return DefaultReadyTimeout
+}
+
+func (p *Provider) probeTimeout() time.Duration {
+	if p.ProbeTimeout > 0 {
+		return p.ProbeTimeout
+	}
+	return DefaultProbeTimeout
+}
+
+// imageFor returns the image a service runs: ref as the plan chose it,
+// or for an empty ref what the configuration picks for feats. A ref that
+// is neither the configured image nor, when none is configured, a default
+// image is refused (the same rule as the docker provider: a saved plan
+// names the image, and must not be able to start any other).
+func (p *Provider) imageFor(service, ref string, feats []string) (config.Image, error) {
+	if ref == "" {
+		return p.cfg.ImageFor(service, feats)
+	}
+	if img, ok := p.cfg.Images[service]; ok && !img.Default {
+		if img.Ref != ref {
+			return config.Image{}, fmt.Errorf("image %q is not the one configured for service %s (%q); plan again", ref, service, img.Ref)
+		}
+		return img, nil
+	}
+	for _, d := range config.DefaultImages() {
+		if d.Service == service && d.Ref == ref {
+			return config.Image{Ref: ref, Default: true}, nil
+		}
+	}
+	if img := p.cfg.Images[service]; img.Ref == ref {
+		return img, nil
+	}
+	return config.Image{}, fmt.Errorf("image %q is no default image of service %s and none is configured; plan again", ref, service)
+}
+
+// podPhaseTerminal reports a pod that will never run again.
+func podPhaseTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}

@@ -1,0 +1,180 @@
+package kubernetes
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sandboxer/sandboxer/internal/certs"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// TLS. Each TLS instance gets its own CA (internal/certs), whose key
+// signs the one server certificate and is dropped. The certificate must
+// name every address a client dials: the Service's DNS names and the
+// pod's IP, which the cluster assigns only once the pod's sandbox exists,
+// after its volumes (the Secret among them) are mounted. So the key and
+// certificates cannot be in the Secret: they go, over the exec API, into
+// an in-memory emptyDir that an init container holds open. The init
+// container waits for a marker file; sandboxer sees the pod's IP, makes
+// the certificate, writes key, certificates and marker in one tar
+// stream, and the init container exits, after which the services start
+// with the files in place. No key is ever in the pod's spec or the
+// Secret, or on disk.
+const (
+	tlsCertName = "server.crt"
+	tlsKeyName  = "server.key"
+	tlsCAName   = "ca.crt"
+	// tlsInitName is the init container; tlsInitMount where it sees the
+	// emptyDir; tlsReady the marker it waits for.
+	tlsInitName  = "tls"
+	tlsInitMount = "/tls"
+	tlsReady     = ".ready"
+)
+
+// tlsInitContainer waits for the TLS files, as the service user of
+// writer (the first service: PostgreSQL's when it runs), so that user
+// owns them: PostgreSQL refuses a key owned by anyone but itself or root.
+func tlsInitContainer(writer serviceRun, res corev1.ResourceRequirements) corev1.Container {
+	return corev1.Container{
+		Name:            tlsInitName,
+		Image:           writer.Image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{"sh", "-c", "until [ -e " + tlsInitMount + "/" + tlsReady + " ]; do sleep 0.05; done"},
+		SecurityContext: containerSecurity(writer.Facts),
+		Resources:       res,
+		VolumeMounts:    []corev1.VolumeMount{{Name: "tls", MountPath: tlsInitMount}},
+	}
+}
+
+// tlsFiles is the tar stream the init container extracts: one directory
+// per service (each container mounts its own as tlsDir), the marker last.
+// PostgreSQL's key is 0600 (owned by the writer, the postgres user); the
+// others' 0640, readable through the pod's fsGroup.
+func tlsFiles(m *certs.Material, services []string, writer string) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	for _, svc := range services {
+		keyMode := int64(0o640)
+		if svc == writer {
+			keyMode = 0o600
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: svc + "/", Mode: 0o750, ModTime: now}); err != nil {
+			return nil, err
+		}
+		for _, f := range []struct {
+			name string
+			mode int64
+			body []byte
+		}{{tlsCertName, 0o644, m.CertPEM}, {tlsKeyName, keyMode, m.KeyPEM}, {tlsCAName, 0o644, m.CAPEM}} {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: svc + "/" + f.name, Mode: f.mode, Size: int64(len(f.body)), ModTime: now}); err != nil {
+				return nil, err
+			}
+			if _, err := tw.Write(f.body); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: tlsReady, Mode: 0o644, ModTime: now}); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// deliverTLS makes the instance's certificate for its DNS names and the
+// pod's IP, writes the CA file for clients and hands key and certificates
+// to the init container.
+func (p *Provider) deliverTLS(ctx context.Context, b *build, podIP string) error {
+	hosts := append(b.dnsNames(), podIP, "localhost", "127.0.0.1", "::1")
+	m, err := certs.New(b.req.Address, hosts, time.Now())
+	if err != nil {
+		return err
+	}
+	file, err := writeCAFile(p.CADir, b.name, m.CAPEM)
+	if err != nil {
+		return err
+	}
+	b.setCA(string(m.CAPEM), file)
+	data, err := tlsFiles(m, b.services, b.services[0])
+	if err != nil {
+		return err
+	}
+	r := podRunner{p: p, pod: b.name, container: tlsInitName}
+	if err := r.execStdin(ctx, []string{"tar", "-xf", "-", "-C", tlsInitMount}, bytes.NewReader(data), nil); err != nil {
+		return fmt.Errorf("hand the TLS files to the pod: %w", err)
+	}
+	return nil
+}
+
+// writeCAFile writes the CA for clients (sslrootcert, redis-cli --cacert)
+// as dir/name.ca.pem, mode 0600 in a 0700 directory, and returns its
+// absolute path.
+func writeCAFile(dir, name string, caPEM []byte) (string, error) {
+	if dir == "" {
+		return "", errors.New("TLS needs a directory for CA files, and the provider has none")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", fmt.Errorf("create CA directory: %w", err)
+	}
+	path := filepath.Join(abs, name+".ca.pem")
+	tmp, err := os.CreateTemp(abs, ".ca-*")
+	if err != nil {
+		return "", fmt.Errorf("write CA file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(caPEM); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("write CA file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("write CA file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("write CA file: %w", err)
+	}
+	return path, nil
+}
+
+// removeCAFiles removes the CA files recorded for an instance; one
+// already gone counts as removed.
+func removeCAFiles(rec *state.Record) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range rec.Credentials {
+		if c.CAFile == "" || seen[c.CAFile] {
+			continue
+		}
+		seen[c.CAFile] = true
+		if err := os.Remove(c.CAFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove CA file: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeOrphanCAFile removes the CA file of an instance the orphan sweep
+// removes (its name is the pod's); none counts as removed.
+func (p *Provider) removeOrphanCAFile(name string) error {
+	if p.CADir == "" || name == "" {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(p.CADir, name+".ca.pem")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove CA file: %w", err)
+	}
+	return nil
+}
