@@ -120,6 +120,15 @@ func (p *Provider) checkNamespace(ctx context.Context) error {
 		return fmt.Errorf("kubernetes provider: namespace %q does not exist in the cluster at %s "+
 			"(create it with kubectl create namespace %s, or set provider \"kubernetes\" { namespace = \"…\" })", p.ns, p.where, p.ns)
 	}
+	if isForbiddenErr(err) {
+		// A Role may leave out the namespace object itself; what sandboxer
+		// must be able to do is work with pods in it.
+		_, lerr := p.cs.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if lerr == nil {
+			return nil
+		}
+		return p.apiErr("list", "pods", "", lerr)
+	}
 	return p.apiErr("get", "namespaces", p.ns, err)
 }
 

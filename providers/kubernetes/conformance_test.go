@@ -1,0 +1,18 @@
+package kubernetes
+
+import (
+	"testing"
+
+	"github.com/sandboxer/sandboxer/providers/providertest"
+)
+
+// TestConformance runs the provider suite against the real cluster; what
+// it leaves is deleted by lineage, and nothing may be left.
+func TestConformance(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) providertest.Subject {
+		p, _ := newTestProvider(t)
+		lineage := newLineage(t, p)
+		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
+		return providertest.Subject{Provider: p, Lineage: lineage}
+	})
+}
