@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sandboxer/sandboxer/snapshot"
-	"github.com/sandboxer/sandboxer/state"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
+	"github.com/sandboxer/sandboxer/snapshot"
+	"github.com/sandboxer/sandboxer/state"
 )
 
 var (
