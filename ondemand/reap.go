@@ -265,6 +265,12 @@ func referencedIDs(recs map[string]*state.Record) map[string]bool {
 		for _, v := range rec.Resources.Volumes {
 			out[v] = true
 		}
+		// Kubernetes: every object of an instance is named like its pod
+		// (and listed with that name as its ID); container names there are
+		// the services' and say nothing.
+		if pod := rec.Resources.Pod; pod != "" {
+			out[pod] = true
+		}
 	}
 	return out
 }

@@ -177,3 +177,13 @@ func TestReapSkipsDamagedRecord(t *testing.T) {
 		t.Errorf("damaged error %q should say how to forget the record", msg)
 	}
 }
+
+// A Kubernetes record names its objects by the pod's name, which is what
+// the provider lists as their IDs.
+func TestReferencedIDsIncludeThePod(t *testing.T) {
+	ids := referencedIDs(map[string]*state.Record{"sandbox.a": {Resources: state.Resources{
+		Runtime: state.RuntimeKubernetes, Pod: "sbx-x-a-g1", Containers: map[string]string{"postgres": "postgres"}}}})
+	if !ids["sbx-x-a-g1"] {
+		t.Errorf("referencedIDs = %v, want the pod's name in it", ids)
+	}
+}
