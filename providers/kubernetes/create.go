@@ -175,6 +175,9 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 	if err != nil {
 		return nil, err
 	}
+	if p.placePod != nil {
+		p.placePod(pod)
+	}
 	if err := p.createObject(ctx, b, "secrets", func(wctx context.Context) error {
 		_, err := p.cs.CoreV1().Secrets(p.ns).Create(wctx, secret, metav1.CreateOptions{})
 		return err
@@ -232,6 +235,14 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 			if err := p.deliverTLS(gctx, b, ip); err != nil {
 				return err
 			}
+		}
+		if p.fakeReady {
+			for _, svc := range b.services {
+				c := b.cred(svc)
+				c.Host, c.Port = ip, servicePort(svc)
+				b.done(svc, c, nil)
+			}
+			return nil
 		}
 		sg, sctx := errgroup.WithContext(gctx)
 		for _, svc := range b.services {

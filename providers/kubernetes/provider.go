@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -71,6 +73,14 @@ type Provider struct {
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks.
 	onSecrets func(...string)
+	// placePod, when set (tests only), changes a sandbox's pod before it
+	// is created (the scale test puts pods on kwok's fake nodes), and
+	// fakeReady skips the protocol probes, which a fake node's pods never
+	// answer.
+	placePod  func(*corev1.Pod)
+	fakeReady bool
+	// requests counts the HTTP requests sent to the API server.
+	requests atomic.Int64
 }
 
 var _ apply.Provider = (*Provider)(nil)
@@ -91,11 +101,20 @@ func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provi
 	}
 	rc.QPS, rc.Burst = clientQPS, clientBurst
 	rc.UserAgent = "sandboxer"
+	var p *Provider
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if p != nil {
+				p.requests.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
 	cs, err := k8s.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes provider: configure client for %s: %w", where, err)
 	}
-	p := newProvider(cs, rc, ns, where, cfg, cat)
+	p = newProvider(cs, rc, ns, where, cfg, cat)
 	rctx, cancel := context.WithTimeout(ctx, reachTimeout)
 	defer cancel()
 	if err := p.checkNamespace(rctx); err != nil {
@@ -131,6 +150,11 @@ func (p *Provider) checkNamespace(ctx context.Context) error {
 	}
 	return p.apiErr("get", "namespaces", p.ns, err)
 }
+
+// roundTripFunc counts requests (Provider.requests).
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Namespace is the namespace sandboxes go in.
 func (p *Provider) Namespace() string { return p.ns }
