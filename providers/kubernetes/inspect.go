@@ -262,7 +262,24 @@ func (f podFiles) Read(ctx context.Context, path string) (io.ReadCloser, error) 
 		}
 		return nil, fmt.Errorf("read %s: %w", path, xerr)
 	}
-	return pr, nil
+	return &execReader{pr: pr, done: done}, nil
+}
+
+// execReader is the rest of an exec's output. Close reads what the
+// caller left (a tar's trailer) to the end, so the exec ends as it would
+// have anyway, not with a write into a closed pipe.
+type execReader struct {
+	pr   *io.PipeReader
+	done chan error
+}
+
+func (r *execReader) Read(b []byte) (int, error) { return r.pr.Read(b) }
+
+func (r *execReader) Close() error {
+	_, _ = io.Copy(io.Discard, r.pr)
+	err := <-r.done
+	r.pr.Close()
+	return err
 }
 
 func randomSuffix() string {
