@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,52 +19,80 @@ import (
 // protocol probe with the handed-out credentials on the pod's IP, all
 // services at once. The credentials are unique to the instance, so a
 // login is proof enough that its pod runs, and a refresh of a thousand
-// live sandboxes asks the API server nothing. Only a failed probe asks
-// why: a pod that is gone, deleted, finished or has a stopped container
-// gives an error wrapping apply.ErrNotFound (the instance is dead and is
-// re-provisioned); an API server that cannot be reached one wrapping
-// apply.ErrEngine.
+// live sandboxes asks the API server nothing. Only a probe that has not
+// succeeded within hedgeDelay asks the API server about the pod (a dead
+// pod's IP does not refuse, it times out, so waiting for the probe to
+// fail would cost its whole timeout): a pod that is gone, deleted,
+// finished or has a stopped container gives an error wrapping
+// apply.ErrNotFound (the instance is dead and is re-provisioned); an API
+// server that cannot be reached one wrapping apply.ErrEngine.
 func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	if rec == nil {
 		return errors.New("probe: no record")
 	}
-	scrub := scrubRecord(rec)
 	if rec.Resources.Pod == "" {
 		return fmt.Errorf("probe %s: no pod recorded: %w", rec.Address, apply.ErrNotFound)
 	}
+	scrub := scrubRecord(rec)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	svcs := sortedKeys(rec.Credentials)
 	errs := make([]error, len(svcs))
-	var wg sync.WaitGroup
-	for i, svc := range svcs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = p.protocolProbe(ctx, rec.Credentials[svc], svc)
-		}()
-	}
-	wg.Wait()
-	var failed error
-	var failedSvc string
-	for i, err := range errs {
-		if err != nil {
-			failed, failedSvc = err, svcs[i]
-			break
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		var wg sync.WaitGroup
+		for i, svc := range svcs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = p.protocolProbe(pctx, rec.Credentials[svc], svc)
+			}()
 		}
-	}
-	if failed == nil {
-		return nil
+		wg.Wait()
+	}()
+	select {
+	case <-probed:
+		if firstErr(errs) == nil {
+			return nil
+		}
+	case <-time.After(hedgeDelay):
 	}
 	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, rec.Resources.Pod, metav1.GetOptions{})
 	switch {
 	case isNotFound(err):
 		return fmt.Errorf("probe %s: pod %s: %w", rec.Address, rec.Resources.Pod, apply.ErrNotFound)
 	case err != nil:
+		<-probed
+		if firstErr(errs) == nil {
+			return nil // it answered meanwhile: alive, whatever the API server says
+		}
 		return scrub.err(fmt.Errorf("probe %s: %w", rec.Address, p.apiErr("get", "pods", rec.Resources.Pod, err)))
 	}
 	if why := deadReason(pod, rec); why != "" {
 		return fmt.Errorf("probe %s: pod %s %s: %w", rec.Address, pod.Name, why, apply.ErrNotFound)
 	}
-	return scrub.err(fmt.Errorf("probe %s: %s: %w", rec.Address, failedSvc, failed))
+	<-probed
+	for i, err := range errs {
+		if err != nil {
+			return scrub.err(fmt.Errorf("probe %s: %s: %w", rec.Address, svcs[i], err))
+		}
+	}
+	return nil
+}
+
+// hedgeDelay is how long Probe waits for the services before it asks the
+// API server about the pod as well: far longer than a live sandbox takes
+// to answer (a few milliseconds), far shorter than a dead one's timeout.
+const hedgeDelay = 300 * time.Millisecond
+
+func firstErr(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deadReason says why pod can never serve rec again ("" when it may): it
