@@ -1,0 +1,112 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+)
+
+// BenchmarkColdCreate is the time to ready of a postgres[vector] +
+// redis[search] sandbox: through the provider ("sandboxer"), and the same
+// Secret and pod created directly, with the same protocol probes on the
+// pod IP ("direct"): the provider's overhead is the ratio. Deletes are
+// not timed.
+func BenchmarkColdCreate(b *testing.B) {
+	p, _ := newTestProvider(b)
+	lineage := newLineage(b, p)
+	feats := config.FeatureSet{"postgres": {"vector"}, "redis": {"search"}}
+	ctx := context.Background()
+	// Warm the image facts: cold means a new sandbox, not a new image.
+	if _, err := p.Create(ctx, apply.CreateRequest{Address: "sandbox.warm", Lineage: lineage, Generation: 1, Features: feats}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("sandboxer", func(b *testing.B) {
+		for i := range b.N {
+			req := apply.CreateRequest{Address: fmt.Sprintf("sandbox.bench%d", i), Lineage: lineage, Generation: 1, Features: feats}
+			c, err := p.Create(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := p.deleteInstance(ctx, c.Resources.Pod); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		for i := range b.N {
+			b.StopTimer()
+			bld, err := p.newBuild(ctx, apply.CreateRequest{Address: fmt.Sprintf("sandbox.direct%d", i), Lineage: lineage, Generation: 1, Features: feats})
+			if err != nil {
+				b.Fatal(err)
+			}
+			secret, pod, _, err := p.objects(bld)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if err := directCreate(ctx, p, bld, secret, pod); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := p.deleteInstance(ctx, pod.Name); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+}
+
+// directCreate is what a hand-written client does: create the Secret and
+// the pod, wait for the pod's IP, then the same protocol probes.
+func directCreate(ctx context.Context, p *Provider, b *build, secret *corev1.Secret, pod *corev1.Pod) error {
+	if _, err := p.cs.CoreV1().Secrets(p.ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	made, err := p.cs.CoreV1().Pods(p.ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	var ip string
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := p.watchPod(wctx, pod.Name, made.ResourceVersion, func(cur *corev1.Pod) (bool, error) {
+		if cur != nil {
+			ip = cur.Status.PodIP
+		}
+		return ip != "", nil
+	}); err != nil {
+		return err
+	}
+	pg, rc := b.creds["postgres"], b.creds["redis"]
+	pg.Host, pg.Port, rc.Host, rc.Port = ip, pgsvc.Port, ip, redissvc.Port
+	errc := make(chan error, 2)
+	go func() {
+		errc <- pollReady(wctx, func(ctx context.Context) error {
+			conn, err := pgsvc.Ready(ctx, pg, nil)
+			if err == nil {
+				conn.Close(ctx)
+			}
+			return err
+		})
+	}()
+	go func() {
+		errc <- pollReady(wctx, func(ctx context.Context) error { return redissvc.Ping(ctx, rc.Host, rc.Port, rc.User, rc.Password, nil) })
+	}()
+	for range 2 {
+		if err := <-errc; err != nil {
+			return err
+		}
+	}
+	return nil
+}
