@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -150,31 +151,44 @@ func (p *Provider) rememberRef(refKey, id string) {
 	p.caps.refs[refKey] = id
 }
 
-// nodeImageIDs returns the content digests the nodes list for ref (their
-// status.images: every name of an image, its repo digests among them).
-// None when no node has it yet (a first pull, or a list sandboxer may not
-// read: then the inspection pod decides).
+// nodeImageIDs returns what the nodes' image lists (status.images) say
+// identifies ref's content: every repo digest they list for it and,
+// since locally imported images often have none (containerd lists only
+// their tags), a fingerprint of the entry: its names and size. A
+// re-import of other content under the same tag changes the size (and,
+// with a registry, the digest); the fingerprint is the weaker key, used
+// only to skip an inspection pod on a warm cache. None when no node has
+// the image yet (a first pull) or the nodes cannot be listed (a
+// namespaced Role): the inspection pod then decides.
 func (p *Provider) nodeImageIDs(ctx context.Context, ref string) ([]string, error) {
 	nodes, err := p.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		if isForbiddenErr(err) {
-			return nil, nil // nodes are cluster-scoped; a namespaced Role cannot list them
+			return nil, nil
 		}
 		return nil, p.apiErr("list", "nodes", "", err)
 	}
 	seen := map[string]bool{}
 	var out []string
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
 	for _, n := range nodes.Items {
 		for _, im := range n.Status.Images {
 			if !namesRef(im.Names, ref) {
 				continue
 			}
 			for _, name := range im.Names {
-				if (strings.Contains(name, "@sha256:") || strings.HasPrefix(name, "sha256:")) && !seen[name] {
-					seen[name] = true
-					out = append(out, name)
+				if strings.Contains(name, "@sha256:") || strings.HasPrefix(name, "sha256:") {
+					add(name)
 				}
 			}
+			names := slices.Clone(im.Names)
+			slices.Sort(names)
+			add(fmt.Sprintf("node-image:%s;size=%d", strings.Join(names, ","), im.SizeBytes))
 		}
 	}
 	return out, nil
