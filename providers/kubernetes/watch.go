@@ -121,11 +121,14 @@ func podFailure(pod *corev1.Pod) error {
 		if w := cs.State.Waiting; w != nil && fatalWaiting[w.Reason] {
 			return fmt.Errorf("container %s cannot start: %s: %s", cs.Name, w.Reason, strings.TrimSpace(w.Message))
 		}
-		if t := cs.State.Terminated; t != nil && !isInit(pod, cs.Name) {
-			return fmt.Errorf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
-		}
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return fmt.Errorf("init container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+		if t := cs.State.Terminated; t != nil && (!isInit(pod, cs.Name) || t.ExitCode != 0) {
+			// The message is the tail of the container's log
+			// (TerminationMessageFallbackToLogsOnError); Create scrubs it.
+			err := fmt.Errorf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+			if msg := strings.TrimSpace(t.Message); msg != "" {
+				err = fmt.Errorf("%w\n--- last lines of its log ---\n%s", err, msg)
+			}
+			return err
 		}
 	}
 	if podPhaseTerminal(pod) {
