@@ -2,7 +2,6 @@ package sandboxer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/providers/docker"
+	"github.com/sandboxer/sandboxer/providers/kubernetes"
 )
 
 // The composition root: the one place that knows the concrete runtimes
@@ -122,7 +122,24 @@ func (s *Sandboxer) connectKubernetes(ctx context.Context, pc *config.Provider) 
 	if pc == nil {
 		return nil, &Error{Code: CodeInvalid, Message: "the plan has no kubernetes provider configuration; run sandboxer plan again"}
 	}
-	return nil, s.locatedProviderError(pc, errors.New("the kubernetes runtime is not built into this sandboxer yet"))
+	readyTimeout, err := s.readyTimeout()
+	if err != nil {
+		return nil, err
+	}
+	p, err := kubernetes.New(ctx, pc, s.cat)
+	if err != nil {
+		return nil, s.locatedProviderError(pc, err)
+	}
+	if !s.opts.NoCache {
+		// Its own directory: entries are keyed by what the node reports
+		// of an image, not by Docker's image ids.
+		if dir := s.cacheDir(); dir != "" {
+			p.SetCacheDir(filepath.Join(dir, "kubernetes"))
+		}
+	}
+	p.ReadyTimeout = readyTimeout
+	p.CADir = s.caDir()
+	return p, nil
 }
 
 // locatedProviderError turns a failed connect into a diagnostic on the

@@ -43,6 +43,12 @@ func (p Publish) IsDefault() bool { return p == DefaultPublish() }
 // String describes the exposure for plans, e.g.
 // "published on 0.0.0.0 with TLS, advertised as db.example".
 func (p Publish) String() string {
+	if p.Address == PodAddress {
+		if p.TLS {
+			return "reached at its pod IP, with TLS"
+		}
+		return "reached at its pod IP, without TLS"
+	}
 	s := "published on " + p.Address
 	if p.TLS {
 		s += " with TLS"
