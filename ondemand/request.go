@@ -143,6 +143,7 @@ func (b *Broker) desired(t target, req Request) (*config.Instance, error) {
 		Publish:   tmpl.Publish,
 		Database:  tmpl.Database,
 		EnvPrefix: tmpl.EnvPrefix,
+		Runtime:   tmpl.Runtime,
 		DeclRange: tmpl.DeclRange,
 	}, nil
 }

@@ -43,6 +43,10 @@ func TestScripts(t *testing.T) {
 	if noDocker != "" && testenv.Required() {
 		t.Fatalf("%s, and %s=1 requires one", noDocker, testenv.RequireEnv)
 	}
+	kubeconfig, noKube := kubeAvailable()
+	if noKube != "" && testenv.KubeRequired() {
+		t.Fatalf("%s, and %s=1 requires one", noKube, testenv.KubeRequireEnv)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		UpdateScripts:       os.Getenv("SANDBOXER_UPDATE_GOLDEN") != "",
@@ -52,6 +56,9 @@ func TestScripts(t *testing.T) {
 			if cond == "docker" {
 				return noDocker == "", nil
 			}
+			if cond == "kube" {
+				return noKube == "", nil
+			}
 			if cond == "pg" {
 				return os.Getenv(testenv.PostgresURLEnv) != "", nil
 			}
@@ -60,6 +67,9 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
 			env.Setenv("SANDBOXER_CACHE_DIR", cache)
+			if kubeconfig != "" {
+				env.Setenv("KUBECONFIG", kubeconfig)
+			}
 			for _, k := range []string{"DOCKER_HOST", "SANDBOXER_TEST_POSTGRES_IMAGE", "SANDBOXER_TEST_REDIS_IMAGE", testenv.PostgresURLEnv} {
 				if v := os.Getenv(k); v != "" {
 					env.Setenv(k, v)
@@ -67,7 +77,7 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
-		Cmds: mergeCmds(replicaCmds(), mergeCmds(backendCmds(), mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: mergeCmds(kubeCmds(), mergeCmds(replicaCmds(), mergeCmds(backendCmds(), mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
 			"agestate":   cmdAgeState,
 			"holdlock":   cmdHoldLock,
@@ -78,7 +88,7 @@ func TestScripts(t *testing.T) {
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
 			"capsclaim":  cmdCapsClaim,
-		}))))),
+		})))))),
 	})
 }
 

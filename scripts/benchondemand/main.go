@@ -4,7 +4,11 @@
 // `sandboxer request` process per call) and through `sandboxer serve`'s
 // HTTP API (one keep-alive client), and prints p50/p99/max over N calls.
 //
-// Usage: go run ./scripts/benchondemand [-bin bin/sandboxer] [-n 200] [-services postgres,redis]
+// With -runtime kubernetes the sandbox runs on the cluster KUBECONFIG
+// names (the probe is then a pod get + the same protocol round trips at
+// the pod IP).
+//
+// Usage: go run ./scripts/benchondemand [-bin bin/sandboxer] [-n 200] [-services postgres,redis] [-runtime docker|kubernetes]
 package main
 
 import (
@@ -30,6 +34,7 @@ func main() {
 	bin := flag.String("bin", "bin/sandboxer", "sandboxer binary")
 	n := flag.Int("n", 200, "calls to measure for each side")
 	services := flag.String("services", "postgres,redis", "services of the benchmarked sandbox")
+	runtime := flag.String("runtime", "docker", "where the sandbox runs: docker or kubernetes")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	check(err)
@@ -40,7 +45,7 @@ func main() {
 	for _, s := range strings.Split(*services, ",") {
 		quoted = append(quoted, fmt.Sprintf("%q", strings.TrimSpace(s)))
 	}
-	cfg := `provider "docker" {
+	cfg := `provider "` + *runtime + `" {
   image "postgres" { ref = "sandboxer.local/postgres:17" }
   image "redis"    { ref = "sandboxer.local/redis:7" }
 }
