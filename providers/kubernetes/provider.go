@@ -49,7 +49,7 @@ type Provider struct {
 	rest *rest.Config // nil with a fake clientset (unit tests): no exec
 	// params encodes the exec API's options (the clientset's scheme).
 	params runtime.ParameterCodec
-	ns   string
+	ns     string
 	// where says where the cluster was looked for (the kubeconfig file or
 	// "in-cluster config", and the server URL), for errors.
 	where string
