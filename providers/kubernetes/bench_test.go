@@ -101,7 +101,9 @@ func directCreate(ctx context.Context, p *Provider, b *build, secret *corev1.Sec
 		})
 	}()
 	go func() {
-		errc <- pollReady(wctx, func(ctx context.Context) error { return redissvc.Ping(ctx, rc.Host, rc.Port, rc.User, rc.Password, nil) })
+		errc <- pollReady(wctx, func(ctx context.Context) error {
+			return redissvc.Ping(ctx, rc.Host, rc.Port, rc.User, rc.Password, nil)
+		})
 	}()
 	for range 2 {
 		if err := <-errc; err != nil {

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 )
@@ -56,14 +55,14 @@ func (r podRunner) CopyIn(ctx context.Context, dir string, files map[string]stri
 // refuse the upgrade.
 func (r podRunner) execStdin(ctx context.Context, cmd []string, stdin io.Reader, stdout io.Writer) error {
 	p := r.p
-	if p.rest == nil {
+	if p.rest == nil || p.params == nil {
 		return errors.New("exec needs a real cluster connection")
 	}
 	req := p.cs.CoreV1().RESTClient().Post().Namespace(p.ns).Resource("pods").Name(r.pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
 			Container: r.container, Command: cmd,
 			Stdin: stdin != nil, Stdout: true, Stderr: true,
-		}, scheme.ParameterCodec)
+		}, p.params)
 	ws, err := remotecommand.NewWebSocketExecutor(p.rest, "GET", req.URL().String())
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", cmd[0], err)

@@ -11,11 +11,12 @@ import (
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/providers/kubernetes/internal/kubeclient"
 )
 
 // Defaults for the timeouts a Provider uses.
@@ -44,9 +45,11 @@ const (
 // concurrent use once configured; set the exported fields before the
 // first call.
 type Provider struct {
-	cs   k8s.Interface
+	cs   kubeclient.Interface
 	rest *rest.Config // nil with a fake clientset (unit tests): no exec
-	ns   string
+	// params encodes the exec API's options (the clientset's scheme).
+	params runtime.ParameterCodec
+	ns     string
 	// where says where the cluster was looked for (the kubeconfig file or
 	// "in-cluster config", and the server URL), for errors.
 	where string
@@ -110,11 +113,12 @@ func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provi
 			return rt.RoundTrip(r)
 		})
 	})
-	cs, err := k8s.NewForConfig(rc)
+	cs, err := kubeclient.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes provider: configure client for %s: %w", where, err)
 	}
 	p = newProvider(cs, rc, ns, where, cfg, cat)
+	p.params = cs.Scheme().ParameterCodec
 	rctx, cancel := context.WithTimeout(ctx, reachTimeout)
 	defer cancel()
 	if err := p.checkNamespace(rctx); err != nil {
@@ -125,7 +129,7 @@ func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provi
 
 // newProvider assembles a Provider around a clientset (a fake one in unit
 // tests, which leave rc nil).
-func newProvider(cs k8s.Interface, rc *rest.Config, ns, where string, cfg *config.Provider, cat *config.Catalog) *Provider {
+func newProvider(cs kubeclient.Interface, rc *rest.Config, ns, where string, cfg *config.Provider, cat *config.Catalog) *Provider {
 	return &Provider{cs: cs, rest: rc, ns: ns, where: where, cfg: cfg, cat: cat}
 }
 

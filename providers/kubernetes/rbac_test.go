@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -30,44 +31,48 @@ var roleYAML []byte
 // (cold cache), creates a TLS sandbox, probes, dumps through exec, lists
 // and deletes. Without pods/exec, the error names the verb and resource.
 func TestRoleIsEnough(t *testing.T) {
-	admin, _ := newTestProvider(t)
+	prov, _ := newTestProvider(t)
 	ctx := ctxFor(t, 5*time.Minute)
+	// RBAC and service accounts are no business of the provider's own
+	// clientset: the test administers with client-go's.
+	admin, err := k8s.NewForConfig(prov.rest)
+	mustf(t, err, "admin clientset")
 	ns := "sbx-rbac-" + randomSuffix()
-	_, err := admin.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	mustf(t, err, "create namespace")
 	t.Cleanup(func() {
-		_ = admin.cs.CoreV1().Namespaces().Delete(ctxFor(t, time.Minute), ns, metav1.DeleteOptions{})
+		_ = admin.CoreV1().Namespaces().Delete(ctxFor(t, time.Minute), ns, metav1.DeleteOptions{})
 	})
 	var role rbacv1.Role
 	mustf(t, utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(roleYAML), 4096).Decode(&role), "parse role.yaml")
 	role.Namespace = ns
-	_, err = admin.cs.RbacV1().Roles(ns).Create(ctx, &role, metav1.CreateOptions{})
+	_, err = admin.RbacV1().Roles(ns).Create(ctx, &role, metav1.CreateOptions{})
 	mustf(t, err, "create role")
-	_, err = admin.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sandboxer"}}, metav1.CreateOptions{})
+	_, err = admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sandboxer"}}, metav1.CreateOptions{})
 	mustf(t, err, "create service account")
-	_, err = admin.cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "sandboxer"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sandboxer", Namespace: ns}},
 	}, metav1.CreateOptions{})
 	mustf(t, err, "create role binding")
-	tok, err := admin.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sandboxer",
+	tok, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sandboxer",
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	mustf(t, err, "token for the service account")
 
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	ca := admin.rest.CAData
-	if len(ca) == 0 && admin.rest.CAFile != "" {
-		ca, err = os.ReadFile(admin.rest.CAFile)
+	ca := prov.rest.CAData
+	if len(ca) == 0 && prov.rest.CAFile != "" {
+		ca, err = os.ReadFile(prov.rest.CAFile)
 		mustf(t, err, "read CA")
 	}
 	mustf(t, clientcmd.WriteToFile(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: admin.rest.Host, CertificateAuthorityData: ca}},
+		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: prov.rest.Host, CertificateAuthorityData: ca}},
 		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"sa": {Token: tok.Status.Token}},
 		Contexts:       map[string]*clientcmdapi.Context{"sa": {Cluster: "c", AuthInfo: "sa", Namespace: ns}},
 		CurrentContext: "sa",
 	}, kc), "write kubeconfig")
-	cfg := *admin.cfg
+	cfg := *prov.cfg
 	cfg.Kubeconfig, cfg.Namespace = kc, "" // the context's namespace
 	p, err := New(ctx, &cfg, config.DefaultCatalog())
 	mustf(t, err, "New under the Role")
@@ -95,10 +100,10 @@ func TestRoleIsEnough(t *testing.T) {
 			kept = append(kept, r)
 		}
 	}
-	cur, err := admin.cs.RbacV1().Roles(ns).Get(ctx, role.Name, metav1.GetOptions{})
+	cur, err := admin.RbacV1().Roles(ns).Get(ctx, role.Name, metav1.GetOptions{})
 	mustf(t, err, "get role")
 	cur.Rules = kept
-	_, err = admin.cs.RbacV1().Roles(ns).Update(ctx, cur, metav1.UpdateOptions{})
+	_, err = admin.RbacV1().Roles(ns).Update(ctx, cur, metav1.UpdateOptions{})
 	mustf(t, err, "update role")
 	deadline := time.Now().Add(30 * time.Second)
 	for {

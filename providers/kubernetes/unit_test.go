@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/providers/kubernetes/internal/kubeclient/kubeclienttest"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -109,7 +110,7 @@ func fakeProvider(t *testing.T, cs *fake.Clientset) *Provider {
 	cfg := &config.Provider{Runtime: config.RuntimeKubernetes, MemoryMB: 512, Images: map[string]config.Image{
 		"postgres": {Ref: "sandboxer.local/postgres:17"}, "redis": {Ref: "sandboxer.local/redis:7"},
 	}}
-	return newProvider(cs, nil, "sbx", "kubeconfig test (server https://test)", cfg, testCatalog(t))
+	return newProvider(kubeclienttest.From(cs), nil, "sbx", "kubeconfig test (server https://test)", cfg, testCatalog(t))
 }
 
 // The pod, Secret, Service and NetworkPolicy of an instance: locked down,
