@@ -57,3 +57,19 @@ func TestDocsConfigurationsLoad(t *testing.T) {
 		t.Fatalf("found only %d hcl blocks; the check would be vacuous", seen)
 	}
 }
+
+// The Role docs/kubernetes.md shows is the one the RBAC test runs the
+// provider under.
+func TestDocsRoleIsTheTestedOne(t *testing.T) {
+	doc, err := os.ReadFile("docs/kubernetes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, err := os.ReadFile("providers/kubernetes/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+string(role)+"```") {
+		t.Error("docs/kubernetes.md does not show providers/kubernetes/role.yaml as it is")
+	}
+}
