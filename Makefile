@@ -9,7 +9,7 @@ SCALE_N  ?= 200
 STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
-.PHONY: build images test-images test vet unit benchcheck fuzz bench run clean kube kube-down kube-smoke kube-cycle
+.PHONY: build images test-images test vet unit benchcheck fuzz bench bench-kube run clean kube kube-down kube-smoke kube-cycle
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sandboxer
@@ -52,6 +52,19 @@ bench: images build
 	$(GO) test -run '^$$' -bench 'DatabasePerTest$$' -benchtime 100x .
 	$(GO) test -run '^$$' -bench 'DatabaseDensity$$' -benchtime 1x .
 	$(GO) run ./scripts/benchscale -bin $(BIN) -n $(SCALE_N)
+	@if [ -n "$$KUBECONFIG" ] || [ -f .kube/kubeconfig ]; then $(MAKE) --no-print-directory bench-kube; \
+	else echo "no cluster (KUBECONFIG unset, no .kube/kubeconfig): the Kubernetes benchmarks are skipped; make kube starts one"; fi
+
+# The Kubernetes runtime on the cluster KUBECONFIG names, else the one
+# make kube started: cold time-to-ready through the provider against the
+# same Secret and pod created directly with the same probes; cache-hit
+# requests (CLI and HTTP API); KUBE_SCALE_N sandboxes created and deleted
+# at once on kwok's fake nodes (wall time, API requests per sandbox).
+KUBE_SCALE_N ?= 1000
+bench-kube: build
+	KUBECONFIG="$${KUBECONFIG:-$(CURDIR)/.kube/kubeconfig}" $(GO) test -run '^$$' -bench ColdCreate -benchtime 5x ./providers/kubernetes
+	KUBECONFIG="$${KUBECONFIG:-$(CURDIR)/.kube/kubeconfig}" $(GO) run ./scripts/benchondemand -bin $(BIN) -runtime kubernetes
+	KUBECONFIG="$${KUBECONFIG:-$(CURDIR)/.kube/kubeconfig}" SANDBOXER_KUBE_SCALE=$(KUBE_SCALE_N) $(GO) test -run TestScaleOnFakeNodes -count 1 -v -timeout 30m ./providers/kubernetes
 
 # The main job: the quick-start example, applied on this machine.
 run: images build
