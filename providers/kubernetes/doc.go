@@ -57,6 +57,11 @@
 // Check learns what an image provides from a short-lived inspection pod
 // (inspect.go) and caches it by the image's digest (capabilities.go).
 //
+// Every pod a sandbox has meets the restricted Pod Security standard. The
+// inspection pod runs as the image's default user (to learn its USER);
+// where the namespace enforces the restricted standard, it runs as nobody
+// instead, and the service then runs as its account in the image.
+//
 // What this package must never do:
 //   - put a password in an error, an event, a label, an annotation, an
 //     environment variable, a command line or the pod spec (the Secret's

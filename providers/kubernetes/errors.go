@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -33,6 +34,8 @@ func (p *Provider) apiErr(verb, resource, name string, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s: %w", doing, err)
+	case isPodSecurityDenial(err):
+		return fmt.Errorf("the Pod Security admission of namespace %s refuses to %s: %w", p.ns, doing, err)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("kubernetes provider: RBAC forbids sandboxer to %s in namespace %s (cluster at %s); "+
 			"grant the verb %q on %q with a Role bound to sandboxer's user or service account: %w",
@@ -62,3 +65,9 @@ func isNotFound(err error) bool      { return apierrors.IsNotFound(err) }
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 
 func isForbiddenErr(err error) bool { return apierrors.IsForbidden(err) }
+
+// isPodSecurityDenial reports a pod refused by the namespace's Pod
+// Security admission (a 403 like RBAC's, with its own message).
+func isPodSecurityDenial(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity")
+}

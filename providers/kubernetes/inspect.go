@@ -47,6 +47,16 @@ func (p *Provider) inspect(ctx context.Context, service string, img config.Image
 	pod := p.inspectionPod(name, img.Ref, []string{"sleep", strconv.Itoa(inspectSleep)}, nil)
 	running, err := p.runInspection(ctx, pod, nil)
 	defer p.deleteInspection(ctx, name)
+	asNobody := false
+	if isPodSecurityDenial(err) {
+		// The namespace enforces the restricted Pod Security standard,
+		// which refuses a pod that may run as root, as the image's
+		// default user may be: inspect as nobody instead. The image's own
+		// USER is then unknown, so the service runs as its account.
+		asNobody = true
+		pod = p.inspectionPod(name, img.Ref, []string{"sleep", strconv.Itoa(inspectSleep)}, nobodySecurity())
+		running, err = p.runInspection(ctx, pod, nil)
+	}
 	if err != nil {
 		return imageFacts{}, "", err
 	}
@@ -55,7 +65,7 @@ func (p *Provider) inspect(ctx context.Context, service string, img config.Image
 		return imageFacts{}, "", fmt.Errorf("the kubelet reported no image ID for image %s", img.Ref)
 	}
 	r := podRunner{p: p, pod: name, container: "inspect"}
-	f, err := readAccount(ctx, r, service)
+	f, err := readAccount(ctx, r, service, asNobody)
 	if err != nil {
 		return imageFacts{}, "", fmt.Errorf("image %s: %w", img.Ref, err)
 	}
@@ -179,7 +189,7 @@ const accountScript = `id -u; id -g; id -u "$1" 2>/dev/null || echo -; id -g "$1
 // when that is not root, else the service's account in the image (the
 // one its entrypoint would switch to). An image with neither cannot run
 // without root, which a sandbox never gets.
-func readAccount(ctx context.Context, r podRunner, service string) (imageFacts, error) {
+func readAccount(ctx context.Context, r podRunner, service string, asNobody bool) (imageFacts, error) {
 	account := service
 	if s, ok := services.Lookup(service); ok {
 		account = s.Account()
@@ -188,11 +198,29 @@ func readAccount(ctx context.Context, r podRunner, service string) (imageFacts, 
 	if err := r.execStdin(ctx, []string{"sh", "-c", accountScript, "sh", account}, nil, &out); err != nil {
 		return imageFacts{}, fmt.Errorf("read the service user: %w", err)
 	}
-	return parseAccount(out.String(), account)
+	return parseAccount(out.String(), account, asNobody)
 }
 
-// parseAccount reads accountScript's output.
-func parseAccount(out, account string) (imageFacts, error) {
+// nobodyUID is the user an inspection runs as where the namespace
+// refuses pods that may run as root.
+const nobodyUID = 65534
+
+// nobodySecurity is the restricted Pod Security standard's container.
+func nobodySecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsUser:                ptr.To[int64](nobodyUID),
+		RunAsGroup:               ptr.To[int64](nobodyUID),
+		RunAsNonRoot:             ptr.To(true),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// parseAccount reads accountScript's output. asNobody: the script ran as
+// nobody, not as the image's user, so only the account counts.
+func parseAccount(out, account string, asNobody bool) (imageFacts, error) {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	var head []string
 	f := imageFacts{Env: map[string]string{}}
@@ -219,7 +247,7 @@ func parseAccount(out, account string) (imageFacts, error) {
 	if !ok1 || !ok2 {
 		return imageFacts{}, fmt.Errorf("unexpected output of id: %q", out)
 	}
-	if uid != 0 {
+	if uid != 0 && !asNobody {
 		f.UID, f.GID = uid, gid
 		return f, nil
 	}

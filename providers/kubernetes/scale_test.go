@@ -27,9 +27,6 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	p, _ := newTestProvider(t)
 	lineage := newLineage(t, p)
 	ctx := ctxFor(t, 20*time.Minute)
-	if _, err := p.Check(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
 	for _, svc := range []string{"postgres", "redis"} {
 		img, _ := p.imageFor(svc, "", nil)
 		if _, err := p.imageFacts(ctx, svc, img); err != nil {

@@ -73,15 +73,17 @@ func TestParseAccount(t *testing.T) {
 		name, out string
 		uid, gid  int64
 		wantErr   string
+		nobody    bool
 	}{
-		{"root image with account", "0\n0\n999\n999\nPATH=/usr/bin\nPG_MAJOR=17\nHOME=/root\n", 999, 999, ""},
-		{"image USER", "70\n70\n70\n70\nPATH=/bin\n", 70, 70, ""},
-		{"root without account", "0\n0\n-\n-\n", 0, 0, "never runs a sandbox as root"},
-		{"garbage", "what\n", 0, 0, "unexpected output"},
+		{"root image with account", "0\n0\n999\n999\nPATH=/usr/bin\nPG_MAJOR=17\nHOME=/root\n", 999, 999, "", false},
+		{"image USER", "70\n70\n70\n70\nPATH=/bin\n", 70, 70, "", false},
+		{"root without account", "0\n0\n-\n-\n", 0, 0, "never runs a sandbox as root", false},
+		{"garbage", "what\n", 0, 0, "unexpected output", false},
+		{"inspected as nobody", "65534\n65534\n999\n999\n", 999, 999, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := parseAccount(tt.out, "postgres")
+			f, err := parseAccount(tt.out, "postgres", tt.nobody)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
