@@ -15,10 +15,14 @@ import (
 )
 
 // TestScaleOnFakeNodes creates and deletes SANDBOXER_KUBE_SCALE sandboxes
-// at once on kwok's fake nodes (the local cluster has them): the API side
-// at scale (parallel creates within the client's rate limits, one list
-// by label, parallel deletes). Fake pods run nothing, so readiness is the
+// on kwok's fake nodes (the local cluster has them), scaleParallelism at
+// a time as `apply --parallelism` runs them: the API side at scale
+// (parallel creates within the client's rate limits, one list by label,
+// parallel deletes). Starting all of them at once only made the last
+// ones wait for the client's rate limiter past their ready timeout. Fake pods run nothing, so readiness is the
 // pod's IP only; the images' facts come from a real inspection first.
+const scaleParallelism = 100
+
 func TestScaleOnFakeNodes(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("SANDBOXER_KUBE_SCALE"))
 	if n <= 0 {
@@ -43,10 +47,13 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	before := p.requests.Load()
 	start := time.Now()
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, scaleParallelism)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			req := apply.CreateRequest{Address: fmt.Sprintf(`sandbox.scale["%d"]`, i), Lineage: lineage, Generation: 1, Features: bare()}
 			c, err := p.Create(ctx, req)
 			if err != nil {
@@ -84,6 +91,8 @@ func TestScaleOnFakeNodes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			if err := p.Delete(ctx, rec); err != nil {
 				t.Errorf("Delete: %v", err)
 			}
