@@ -90,7 +90,7 @@ func TestExamplesImages(t *testing.T) {
 				for _, in := range cfg.Instances {
 					// On-demand templates too: what their first request gets.
 					ch := plan.Decide(in, nil, nil, plan.Options{})
-					if err := plan.ChooseImages([]*plan.Change{ch}, cfg.Provider); err != nil {
+					if err := plan.ChooseImagesFor([]*plan.Change{ch}, cfg.ProviderFor); err != nil {
 						t.Errorf("%s: %s: %v", tc.name, in.Addr, err)
 						continue
 					}

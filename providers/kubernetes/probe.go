@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,15 +16,15 @@ import (
 
 // Probe checks that every service of a recorded instance answers its
 // protocol probe with the handed-out credentials on the pod's IP, all
-// services at once. The credentials are unique to the instance, so a
-// login is proof enough that its pod runs, and a refresh of a thousand
-// live sandboxes asks the API server nothing. Only a probe that has not
-// succeeded within hedgeDelay asks the API server about the pod (a dead
-// pod's IP does not refuse, it times out, so waiting for the probe to
-// fail would cost its whole timeout): a pod that is gone, deleted,
-// finished or has a stopped container gives an error wrapping
-// apply.ErrNotFound (the instance is dead and is re-provisioned); an API
-// server that cannot be reached one wrapping apply.ErrEngine.
+// services at once, and asks the API server about the pod at the same
+// time. A login alone is not enough: a pod deleted with no grace period
+// is gone from the API server (and its Secret and Service with it, by
+// their owner references) while its containers still answer for a
+// moment. A pod that is gone, deleted, finished or has a stopped
+// container gives an error wrapping apply.ErrNotFound at once, without
+// waiting for the services' probes to time out (a dead pod's IP does not
+// refuse, it times out); an API server that cannot be reached, one
+// wrapping apply.ErrEngine unless the services answered.
 func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	if rec == nil {
 		return errors.New("probe: no record")
@@ -51,13 +50,6 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 		}
 		wg.Wait()
 	}()
-	select {
-	case <-probed:
-		if firstErr(errs) == nil {
-			return nil
-		}
-	case <-time.After(hedgeDelay):
-	}
 	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, rec.Resources.Pod, metav1.GetOptions{})
 	switch {
 	case isNotFound(err):
@@ -80,11 +72,6 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	}
 	return nil
 }
-
-// hedgeDelay is how long Probe waits for the services before it asks the
-// API server about the pod as well: far longer than a live sandbox takes
-// to answer (a few milliseconds), far shorter than a dead one's timeout.
-const hedgeDelay = 300 * time.Millisecond
 
 func firstErr(errs []error) error {
 	for _, err := range errs {
