@@ -130,9 +130,6 @@ func (l *lazyProvider) Check(ctx context.Context, images []plan.ImageUse) (plan.
 		own.Runtime = ""
 		byRuntime[u.Runtime] = append(byRuntime[u.Runtime], own)
 	}
-	if len(order) == 0 {
-		order = []string{""}
-	}
 	out := plan.Capabilities{}
 	for _, rt := range order {
 		p, err := l.on(ctx, rt)
