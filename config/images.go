@@ -148,3 +148,31 @@ func (p *Provider) ImageFor(service string, features []string) (Image, error) {
 	}
 	return Image{}, &NoDefaultImageError{Service: service, Features: feats, Candidates: cands}
 }
+
+// ImageForRef is the image a runtime starts for a service: ref as a plan
+// chose it, with the configured module paths when it is the configured
+// image, or for an empty ref what ImageFor picks for features. A ref that
+// is neither the configured image nor, when none is configured, one of the
+// default images is refused: a saved plan names the image, and it must
+// not be able to start any other. Every runtime asks this, so the rule is
+// written once.
+func (p *Provider) ImageForRef(service, ref string, features []string) (Image, error) {
+	if ref == "" {
+		return p.ImageFor(service, features)
+	}
+	if img, ok := p.Images[service]; ok && !img.Default {
+		if img.Ref != ref {
+			return Image{}, fmt.Errorf("image %q is not the one configured for service %s (%q); plan again", ref, service, img.Ref)
+		}
+		return img, nil
+	}
+	for _, d := range DefaultImages() {
+		if d.Service == service && d.Ref == ref {
+			return Image{Ref: ref, Default: true}, nil
+		}
+	}
+	if img := p.Images[service]; img.Ref == ref {
+		return img, nil
+	}
+	return Image{}, fmt.Errorf("image %q is no default image of service %s and none is configured; plan again", ref, service)
+}

@@ -118,3 +118,27 @@ func TestDefaultImageWith(t *testing.T) {
 		}
 	}
 }
+
+// What a runtime may start for a ref a (saved) plan names: the configured
+// image only, or with none configured a default image, nothing else.
+func TestImageForRef(t *testing.T) {
+	configured := &Provider{Images: map[string]Image{
+		"postgres": {Ref: "sandboxer.local/postgres:17"},
+		"redis":    {Ref: defaultImageRef("redis"), Default: true},
+	}}
+	if img, err := configured.ImageForRef("postgres", "sandboxer.local/postgres:17", nil); err != nil || img.Ref != "sandboxer.local/postgres:17" {
+		t.Errorf("the configured image: %v, %v", img, err)
+	}
+	if _, err := configured.ImageForRef("postgres", "pgvector/pgvector:pg17", nil); err == nil {
+		t.Error("a default image was accepted where another is configured")
+	}
+	if img, err := configured.ImageForRef("redis", "redis:8", nil); err != nil || !img.Default {
+		t.Errorf("a default image with none configured: %v, %v", img, err)
+	}
+	if _, err := configured.ImageForRef("redis", "attacker/redis:latest", nil); err == nil {
+		t.Error("an image neither configured nor default was accepted")
+	}
+	if img, err := configured.ImageForRef("postgres", "", nil); err != nil || img.Ref != "sandboxer.local/postgres:17" {
+		t.Errorf("no ref: %v, %v", img, err)
+	}
+}

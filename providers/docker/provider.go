@@ -129,29 +129,8 @@ func (p *Provider) probeTimeout() time.Duration {
 	return DefaultProbeTimeout
 }
 
-// imageFor returns the image a service runs: ref as the plan chose it,
-// with the configured module paths when it is the configured image, or,
-// for an empty ref, what the configuration picks for feats
-// (config.Provider.ImageFor). A ref that is neither the configured image
-// nor, when none is configured, one of the default images is refused: a
-// saved plan names the image, and it must not be able to start any other.
+// imageFor is the image a service runs (config.Provider.ImageForRef: a
+// saved plan can start no image but the configured or a default one).
 func (p *Provider) imageFor(service, ref string, feats []string) (config.Image, error) {
-	if ref == "" {
-		return p.cfg.ImageFor(service, feats)
-	}
-	if img, ok := p.cfg.Images[service]; ok && !img.Default {
-		if img.Ref != ref {
-			return config.Image{}, fmt.Errorf("image %q is not the one configured for service %s (%q); plan again", ref, service, img.Ref)
-		}
-		return img, nil
-	}
-	for _, d := range config.DefaultImages() {
-		if d.Service == service && d.Ref == ref {
-			return config.Image{Ref: ref, Default: true}, nil
-		}
-	}
-	if img := p.cfg.Images[service]; img.Ref == ref {
-		return img, nil
-	}
-	return config.Image{}, fmt.Errorf("image %q is no default image of service %s and none is configured; plan again", ref, service)
+	return p.cfg.ImageForRef(service, ref, feats)
 }

@@ -182,30 +182,10 @@ func (p *Provider) probeTimeout() time.Duration {
 	return DefaultProbeTimeout
 }
 
-// imageFor returns the image a service runs: ref as the plan chose it,
-// or for an empty ref what the configuration picks for feats. A ref that
-// is neither the configured image nor, when none is configured, a default
-// image is refused (the same rule as the docker provider: a saved plan
-// names the image, and must not be able to start any other).
+// imageFor is the image a service runs (config.Provider.ImageForRef: a
+// saved plan can start no image but the configured or a default one).
 func (p *Provider) imageFor(service, ref string, feats []string) (config.Image, error) {
-	if ref == "" {
-		return p.cfg.ImageFor(service, feats)
-	}
-	if img, ok := p.cfg.Images[service]; ok && !img.Default {
-		if img.Ref != ref {
-			return config.Image{}, fmt.Errorf("image %q is not the one configured for service %s (%q); plan again", ref, service, img.Ref)
-		}
-		return img, nil
-	}
-	for _, d := range config.DefaultImages() {
-		if d.Service == service && d.Ref == ref {
-			return config.Image{Ref: ref, Default: true}, nil
-		}
-	}
-	if img := p.cfg.Images[service]; img.Ref == ref {
-		return img, nil
-	}
-	return config.Image{}, fmt.Errorf("image %q is no default image of service %s and none is configured; plan again", ref, service)
+	return p.cfg.ImageForRef(service, ref, feats)
 }
 
 // podPhaseTerminal reports a pod that will never run again.
