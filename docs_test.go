@@ -58,18 +58,20 @@ func TestDocsConfigurationsLoad(t *testing.T) {
 	}
 }
 
-// The Role docs/kubernetes.md shows is the one the RBAC test runs the
+// The Role README.md and docs/kubernetes.md show is the one the RBAC test runs the
 // provider under.
 func TestDocsRoleIsTheTestedOne(t *testing.T) {
-	doc, err := os.ReadFile("docs/kubernetes.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	role, err := os.ReadFile("providers/kubernetes/role.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(doc), "```yaml\n"+string(role)+"```") {
-		t.Error("docs/kubernetes.md does not show providers/kubernetes/role.yaml as it is")
+	for _, page := range []string{"README.md", "docs/kubernetes.md"} {
+		doc, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), "```yaml\n"+string(role)+"```") {
+			t.Errorf("%s does not show providers/kubernetes/role.yaml as it is", page)
+		}
 	}
 }
