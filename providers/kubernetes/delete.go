@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxer/sandboxer/apply"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -31,6 +32,9 @@ const (
 func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 	if rec == nil {
 		return errors.New("delete: no record")
+	}
+	if pg, ok := rec.Credentials[pgsvc.Name]; ok {
+		p.warm.Forget(pg)
 	}
 	var errs []error
 	if name := rec.Resources.Pod; name != "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/services"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -110,6 +111,9 @@ func (p *Provider) protocolProbe(ctx context.Context, c state.Credentials, svc s
 	tlsConf, err := c.ClientTLS(c.Host)
 	if err != nil {
 		return err
+	}
+	if svc == pgsvc.Name {
+		return p.warm.Ping(pctx, c, tlsConf)
 	}
 	s, ok := services.Lookup(svc)
 	if !ok {

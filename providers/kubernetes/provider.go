@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/providers/kubernetes/internal/kubeclient"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 )
 
 // Defaults for the timeouts a Provider uses.
@@ -69,6 +70,10 @@ type Provider struct {
 
 	// caps remembers what each image provides (capabilities.go).
 	caps capCache
+	// warm keeps a logged-in PostgreSQL connection per probed instance,
+	// so a repeated probe (serve's cache hits) is a round trip, not a
+	// SCRAM login.
+	warm pgsvc.Warm
 	// facts collapses concurrent inspections of one image (Create of many
 	// sandboxes at once without a Check first).
 	facts singleflight.Group
@@ -163,10 +168,12 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // Namespace is the namespace sandboxes go in.
 func (p *Provider) Namespace() string { return p.ns }
 
-// Close releases nothing: the clientset's connections are pooled by
-// net/http and closed with the process. It exists so callers that close
-// providers need not know which runtime they hold.
-func (p *Provider) Close() error { return nil }
+// Close closes the kept probe connections; the clientset's are pooled by
+// net/http and closed with the process.
+func (p *Provider) Close() error {
+	p.warm.Close()
+	return nil
+}
 
 func (p *Provider) readyTimeout() time.Duration {
 	if p.ReadyTimeout > 0 {
