@@ -112,9 +112,39 @@ func (p *Provider) deliverTLS(ctx context.Context, b *build, podIP string) error
 	}
 	r := podRunner{p: p, pod: b.name, container: tlsInitName}
 	if err := r.execStdin(ctx, []string{"tar", "-xf", "-", "-C", tlsInitMount}, bytes.NewReader(data), nil); err != nil {
+		// The marker is the stream's last entry, and the init container
+		// ends as soon as it exists, killing tar while it still closes up
+		// (exit 137). An init container that then succeeded saw the
+		// marker, so every file before it is in place.
+		if p.tlsInitSucceeded(ctx, b.name) {
+			return nil
+		}
 		return fmt.Errorf("hand the TLS files to the pod: %w", err)
 	}
 	return nil
+}
+
+// tlsInitSucceeded reports whether the pod's TLS init container ended
+// with exit code 0, waiting a little for the kubelet to report it.
+func (p *Provider) tlsInitSucceeded(ctx context.Context, pod string) bool {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := p.watchPod(wctx, pod, "", func(po *corev1.Pod) (bool, error) {
+		if po == nil {
+			return false, errors.New("pod gone")
+		}
+		for _, st := range po.Status.InitContainerStatuses {
+			if st.Name != tlsInitName || st.State.Terminated == nil {
+				continue
+			}
+			if st.State.Terminated.ExitCode != 0 {
+				return false, errors.New("init container failed")
+			}
+			return true, nil
+		}
+		return false, nil
+	})
+	return err == nil
 }
 
 // writeCAFile writes the CA for clients (sslrootcert, redis-cli --cacert)
