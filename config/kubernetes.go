@@ -46,10 +46,6 @@ var dockerOnlySettings = map[string]string{
 	"advertise_host":  "handed-out URLs name the pod IP and the Service name",
 }
 
-// DefaultNamespace is where sandboxes go when the kubernetes block names no
-// namespace.
-const DefaultNamespace = "default"
-
 // PodAddress is the publish address recorded for Kubernetes sandboxes: they
 // are reached at their pod's IP, not at a published host port.
 const PodAddress = "pod-ip"
@@ -64,7 +60,7 @@ var namespaceRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 func newKubernetesProvider() *Provider {
 	return &Provider{Runtime: RuntimeKubernetes, Images: map[string]Image{}, MemoryMB: DefaultMemoryMB,
-		PidsLimit: DefaultPidsLimit, Publish: KubernetesPublish(false), Storage: StorageVolume, Namespace: DefaultNamespace}
+		PidsLimit: DefaultPidsLimit, Publish: KubernetesPublish(false), Storage: StorageVolume}
 }
 
 func (l *loader) decodeKubernetesBlock(p *Provider, b *hcl.Block) hcl.Diagnostics {

@@ -85,7 +85,7 @@ sandbox "a" { project = project.p }
 	if in := cfg.Instances[0]; in.Runtime != RuntimeKubernetes || len(in.Networks) != 0 {
 		t.Errorf("instance %+v", in)
 	}
-	if d := load(t, `provider "kubernetes" {}`, Input{}).Kubernetes; d.Namespace != DefaultNamespace || d.Publish.TLS {
+	if d := load(t, `provider "kubernetes" {}`, Input{}).Kubernetes; d.Namespace != "" || d.Publish.TLS {
 		t.Errorf("defaults %+v", d)
 	}
 }

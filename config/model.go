@@ -71,7 +71,8 @@ type Provider struct {
 	Storage string
 	// Kubernetes only (kubernetes.go): the kubeconfig file ("": KUBECONFIG,
 	// then ~/.kube/config, then the in-cluster config), its context (""
-	// its current one) and the namespace sandboxes go in.
+	// its current one) and the namespace sandboxes go in ("": the
+	// context's, else the pod's own in the cluster, else "default").
 	Kubeconfig string
 	Context    string
 	Namespace  string
