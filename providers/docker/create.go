@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -17,7 +18,7 @@ import (
 // results of each service.
 type build struct {
 	req    apply.CreateRequest
-	scrub  scrubber // every secret of this instance; filled before any start
+	scrub  redact.Scrubber // every secret of this instance; filled before any start
 	starts *startGates
 	// pgVerifier is the SCRAM verifier of the postgres app password, for
 	// the init script (pginit.go).
@@ -83,7 +84,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
 	for _, c := range creds {
-		b.scrub.add(c.Password, c.AdminPassword)
+		b.scrub.Add(c.Password, c.AdminPassword)
 		if p.onSecrets != nil {
 			p.onSecrets(c.Password.Reveal(), c.AdminPassword.Reveal())
 		}
@@ -94,7 +95,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		if b.pgVerifier, err = scramVerifier(c.Password.Reveal()); err != nil {
 			return nil, fmt.Errorf("create %s: %w", req.Address, err)
 		}
-		b.scrub.add(state.Secret(b.pgVerifier))
+		b.scrub.Add(state.Secret(b.pgVerifier))
 		if p.onSecrets != nil {
 			p.onSecrets(b.pgVerifier)
 		}
@@ -109,7 +110,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		if cerr := p.cleanup(ctx, b); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("cleanup after failure: %w", cerr))
 		}
-		return nil, b.scrub.err(fmt.Errorf("create %s: %w", req.Address, err))
+		return nil, b.scrub.Err(fmt.Errorf("create %s: %w", req.Address, err))
 	}
 	return created, nil
 }
@@ -191,7 +192,7 @@ func (p *Provider) withLog(ctx context.Context, b *build, svc string, err error)
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrub.text(p.logTail(lctx, id, logTailLines))}
+	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrub.Text(p.logTail(lctx, id, logTailLines))}
 }
 
 // cleanup removes what a failed Create made. It uses a fresh context so that
@@ -261,11 +262,11 @@ func (p *Provider) newCredentials(services []string, database string) (map[strin
 	}
 	out := map[string]state.Credentials{}
 	for _, svc := range services {
-		app, err := newPassword()
+		app, err := redact.NewPassword()
 		if err != nil {
 			return nil, err
 		}
-		admin, err := newPassword()
+		admin, err := redact.NewPassword()
 		if err != nil {
 			return nil, err
 		}

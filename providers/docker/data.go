@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sandboxer/sandboxer/internal/redact"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
@@ -26,7 +27,7 @@ func (p *Provider) Dump(ctx context.Context, rec *state.Record, service string, 
 	default:
 		err = fmt.Errorf("service %s is not supported by the docker provider", service)
 	}
-	return scrubRecord(rec).err(err)
+	return redact.ForRecord(rec).Err(err)
 }
 
 // Load replaces one service's data with d.
@@ -40,7 +41,7 @@ func (p *Provider) Load(ctx context.Context, rec *state.Record, service string, 
 	default:
 		err = fmt.Errorf("service %s is not supported by the docker provider", service)
 	}
-	return scrubRecord(rec).err(err)
+	return redact.ForRecord(rec).Err(err)
 }
 
 // Keep builds PostgreSQL's template for d; Redis loads fast without one.
@@ -48,7 +49,7 @@ func (p *Provider) Keep(ctx context.Context, rec *state.Record, service string, 
 	if service != "postgres" {
 		return nil
 	}
-	return scrubRecord(rec).err(p.withPGData(rec, func(pd pgsvc.Data) error { return pd.Keep(ctx, d) }))
+	return redact.ForRecord(rec).Err(p.withPGData(rec, func(pd pgsvc.Data) error { return pd.Keep(ctx, d) }))
 }
 
 // pgData is the PostgreSQL data mover of rec, run through its container.
@@ -92,14 +93,4 @@ func redisData(rec *state.Record, op func(state.Credentials) error) error {
 		return fmt.Errorf("%s has no redis", rec.Address)
 	}
 	return op(c)
-}
-
-// scrubRecord is a scrubber for every secret of rec: engine errors can
-// echo what they were given.
-func scrubRecord(rec *state.Record) *scrubber {
-	var s scrubber
-	for _, c := range rec.Credentials {
-		s.add(c.Password, c.AdminPassword)
-	}
-	return &s
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/services"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -25,9 +26,9 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	if rec == nil {
 		return errors.New("probe: no record")
 	}
-	var scrub scrubber
+	var scrub redact.Scrubber
 	for _, c := range rec.Credentials {
-		scrub.add(c.Password, c.AdminPassword)
+		scrub.Add(c.Password, c.AdminPassword)
 	}
 	svcs := sortedKeys(rec.Credentials)
 	errs := make([]error, len(svcs))
@@ -37,7 +38,7 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 		go func() {
 			defer wg.Done()
 			if err := p.probeService(ctx, rec, svc); err != nil {
-				errs[i] = scrub.err(fmt.Errorf("probe %s: %s: %w", rec.Address, svc, err))
+				errs[i] = scrub.Err(fmt.Errorf("probe %s: %s: %w", rec.Address, svc, err))
 			}
 		}()
 	}

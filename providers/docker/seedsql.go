@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 
+	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -17,5 +18,5 @@ func (p *Provider) RunSQL(ctx context.Context, rec *state.Record, files []snapsh
 	if err != nil {
 		return err
 	}
-	return scrubRecord(rec).err(d.RunSQL(ctx, files))
+	return redact.ForRecord(rec).Err(d.RunSQL(ctx, files))
 }

@@ -4,14 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/sandboxer/sandboxer/apply"
 )
 
 var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
@@ -93,26 +90,6 @@ func TestLineageNetworkName(t *testing.T) {
 
 func hash6(s string) string { return sha256Hex(s)[:6] }
 
-func TestScrubber(t *testing.T) {
-	var s scrubber
-	s.add("s3cret-A", "", "s3cret-B")
-	base := errors.New("auth failed for s3cret-A with s3cret-B")
-	err := s.err(fmt.Errorf("wrapped: %w", fmt.Errorf("x: %w", apply.ErrNotFound)))
-	if !errors.Is(err, apply.ErrNotFound) {
-		t.Errorf("scrubbed error lost its chain: %v", err)
-	}
-	got := s.err(base)
-	if strings.Contains(got.Error(), "s3cret") {
-		t.Errorf("secret survived scrubbing: %q", got)
-	}
-	if want := "auth failed for (sensitive) with (sensitive)"; got.Error() != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	if s.err(nil) != nil {
-		t.Error("scrubbing nil gave an error")
-	}
-}
-
 func TestServiceErrorQuotesLog(t *testing.T) {
 	e := &serviceError{Service: "redis", Container: "sbx-x", Err: errExited, Log: "line one\nline two\r"}
 	want := "redis (container sbx-x): container exited\ncontainer log (last 20 lines):\n  | line one\n  | line two"
@@ -121,20 +98,6 @@ func TestServiceErrorQuotesLog(t *testing.T) {
 	}
 	if !errors.Is(e, errExited) {
 		t.Error("serviceError does not unwrap")
-	}
-}
-
-func TestNewPasswordIsRandomAndURLSafe(t *testing.T) {
-	a, err := newPassword()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := newPassword()
-	if a == b || len(a.Reveal()) != 32 {
-		t.Errorf("passwords not fresh or wrong length: %d", len(a.Reveal()))
-	}
-	if !regexp.MustCompile(`^[A-Za-z0-9_-]+$`).MatchString(a.Reveal()) {
-		t.Error("password is not URL-safe")
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/internal/scram"
 	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
@@ -42,7 +43,7 @@ type build struct {
 	services []string // in start rank order (services.Service.StartRank)
 	images   map[string]config.Image
 	facts    map[string]imageFacts
-	scrub    scrubber
+	scrub    redact.Scrubber
 	withTLS  bool
 
 	mu        sync.Mutex
@@ -96,7 +97,7 @@ func (b *build) done(svc string, c state.Credentials, available map[string]strin
 func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
 	b, err := p.newBuild(ctx, req)
 	if err != nil {
-		return nil, b.scrub.err(fmt.Errorf("create %s: %w", req.Address, err))
+		return nil, b.scrub.Err(fmt.Errorf("create %s: %w", req.Address, err))
 	}
 	created, err := p.create(ctx, b)
 	if err != nil {
@@ -106,7 +107,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		if cerr := p.cleanup(ctx, b); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("cleanup after failure: %w", cerr))
 		}
-		return nil, b.scrub.err(fmt.Errorf("create %s: %w", req.Address, err))
+		return nil, b.scrub.Err(fmt.Errorf("create %s: %w", req.Address, err))
 	}
 	return created, nil
 }
@@ -147,11 +148,11 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 		database = appDatabase
 	}
 	for _, svc := range b.services {
-		app, err := newPassword()
+		app, err := redact.NewPassword()
 		if err != nil {
 			return b, err
 		}
-		admin, err := newPassword()
+		admin, err := redact.NewPassword()
 		if err != nil {
 			return b, err
 		}
@@ -161,7 +162,7 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 			c.Database = database
 		}
 		b.creds[svc] = c
-		b.scrub.add(app, admin)
+		b.scrub.Add(app, admin)
 		if p.onSecrets != nil {
 			p.onSecrets(app.Reveal(), admin.Reveal())
 		}
@@ -290,7 +291,7 @@ func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun,
 				return nil, nil, nil, err
 			}
 			// Not a password, but no business in an error either.
-			b.scrub.add(state.Secret(verifier))
+			b.scrub.Add(state.Secret(verifier))
 			if p.onSecrets != nil {
 				p.onSecrets(verifier)
 			}
@@ -407,7 +408,7 @@ func (p *Provider) withLog(ctx context.Context, b *build, svc string, err error)
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return &serviceError{Service: svc, Pod: b.name, Err: err, Log: b.scrub.text(p.logTail(lctx, b.name, svc, logTailLines))}
+	return &serviceError{Service: svc, Pod: b.name, Err: err, Log: b.scrub.Text(p.logTail(lctx, b.name, svc, logTailLines))}
 }
 
 // cleanup deletes what a failed Create made, on a fresh context so an

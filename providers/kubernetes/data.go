@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sandboxer/sandboxer/internal/redact"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/snapshot"
@@ -32,7 +33,7 @@ func (p *Provider) Dump(ctx context.Context, rec *state.Record, service string, 
 	default:
 		err = fmt.Errorf("service %s is not supported by the kubernetes provider", service)
 	}
-	return scrubRecord(rec).err(err)
+	return redact.ForRecord(rec).Err(err)
 }
 
 // Load replaces one service's data with d.
@@ -46,7 +47,7 @@ func (p *Provider) Load(ctx context.Context, rec *state.Record, service string, 
 	default:
 		err = fmt.Errorf("service %s is not supported by the kubernetes provider", service)
 	}
-	return scrubRecord(rec).err(err)
+	return redact.ForRecord(rec).Err(err)
 }
 
 // Keep builds PostgreSQL's template for d; Redis loads fast without one.
@@ -54,12 +55,12 @@ func (p *Provider) Keep(ctx context.Context, rec *state.Record, service string, 
 	if service != pgsvc.Name {
 		return nil
 	}
-	return scrubRecord(rec).err(p.withPGData(rec, func(pd pgsvc.Data) error { return pd.Keep(ctx, d) }))
+	return redact.ForRecord(rec).Err(p.withPGData(rec, func(pd pgsvc.Data) error { return pd.Keep(ctx, d) }))
 }
 
 // RunSQL runs seed files with the pod's psql as the handed-out role.
 func (p *Provider) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
-	return scrubRecord(rec).err(p.withPGData(rec, func(d pgsvc.Data) error { return d.RunSQL(ctx, files) }))
+	return redact.ForRecord(rec).Err(p.withPGData(rec, func(d pgsvc.Data) error { return d.RunSQL(ctx, files) }))
 }
 
 func (p *Provider) withPGData(rec *state.Record, op func(pgsvc.Data) error) error {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/plan"
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/state"
@@ -25,7 +26,7 @@ import (
 // configured module that is not. The server is throwaway: its admin is
 // the only user, MODULE is enabled for it, and the pod goes when done.
 func (p *Provider) redisModules(ctx context.Context, img config.Image, f *imageFacts) error {
-	admin, err := newPassword()
+	admin, err := redact.NewPassword()
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
@@ -33,7 +34,7 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	if rec.Resources.Pod == "" {
 		return fmt.Errorf("probe %s: no pod recorded: %w", rec.Address, apply.ErrNotFound)
 	}
-	scrub := scrubRecord(rec)
+	scrub := redact.ForRecord(rec)
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	svcs := sortedKeys(rec.Credentials)
@@ -60,7 +61,7 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 		if firstErr(errs) == nil {
 			return nil // it answered meanwhile: alive, whatever the API server says
 		}
-		return scrub.err(fmt.Errorf("probe %s: %w", rec.Address, p.apiErr("get", "pods", rec.Resources.Pod, err)))
+		return scrub.Err(fmt.Errorf("probe %s: %w", rec.Address, p.apiErr("get", "pods", rec.Resources.Pod, err)))
 	}
 	if why := deadReason(pod, rec); why != "" {
 		return fmt.Errorf("probe %s: pod %s %s: %w", rec.Address, pod.Name, why, apply.ErrNotFound)
@@ -68,7 +69,7 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	<-probed
 	for i, err := range errs {
 		if err != nil {
-			return scrub.err(fmt.Errorf("probe %s: %s: %w", rec.Address, svcs[i], err))
+			return scrub.Err(fmt.Errorf("probe %s: %s: %w", rec.Address, svcs[i], err))
 		}
 	}
 	return nil

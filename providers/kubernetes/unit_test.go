@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/providers/kubernetes/internal/kubeclient/kubeclienttest"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -130,8 +131,8 @@ func TestInstanceObjects(t *testing.T) {
 		images: map[string]config.Image{"postgres": p.cfg.Images["postgres"], "redis": p.cfg.Images["redis"]},
 		facts:  map[string]imageFacts{"postgres": facts, "redis": {UID: 100, GID: 101}}}
 	for _, svc := range b.services {
-		app, _ := newPassword()
-		admin, _ := newPassword()
+		app, _ := redact.NewPassword()
+		admin, _ := redact.NewPassword()
 		secrets = append(secrets, app.Reveal(), admin.Reveal())
 		b.creds[svc] = state.Credentials{User: appUser, Password: app, AdminUser: adminUser, AdminPassword: admin, Database: "app"}
 	}
