@@ -12,8 +12,8 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/plugin"
 	"github.com/sandboxer/sandboxer/providers/docker"
-	"github.com/sandboxer/sandboxer/providers/kubernetes"
 )
 
 // The composition root: the one place that knows the concrete runtimes
@@ -115,9 +115,11 @@ func (s *Sandboxer) caDir() string {
 	return dir
 }
 
-// connectKubernetes makes the Kubernetes runtime. A cluster that cannot
-// be reached, or a namespace it lacks, is blamed on the provider block
-// when the configuration has one, so plan shows where it is set.
+// connectKubernetes starts the Kubernetes runtime, which runs in a program
+// of its own (internal/plugin) so that no other command pays for linking
+// client-go. A cluster that cannot be reached, a namespace it lacks, or a
+// missing program is blamed on the provider block when the configuration
+// has one, so plan shows where it is set.
 func (s *Sandboxer) connectKubernetes(ctx context.Context, pc *config.Provider) (apply.Provider, error) {
 	if pc == nil {
 		return nil, &Error{Code: CodeInvalid, Message: "the plan has no kubernetes provider configuration; run sandboxer plan again"}
@@ -126,19 +128,22 @@ func (s *Sandboxer) connectKubernetes(ctx context.Context, pc *config.Provider) 
 	if err != nil {
 		return nil, err
 	}
-	p, err := kubernetes.New(ctx, pc, s.cat)
-	if err != nil {
-		return nil, s.locatedProviderError(pc, err)
-	}
+	settings := plugin.Settings{Provider: pc, Catalog: s.cat.Specs(), ReadyTimeout: readyTimeout, CADir: s.caDir()}
 	if !s.opts.NoCache {
 		// Its own directory: entries are keyed by what the node reports
 		// of an image, not by Docker's image ids.
 		if dir := s.cacheDir(); dir != "" {
-			p.SetCacheDir(filepath.Join(dir, "kubernetes"))
+			settings.CacheDir = filepath.Join(dir, "kubernetes")
 		}
 	}
-	p.ReadyTimeout = readyTimeout
-	p.CADir = s.caDir()
+	program, err := plugin.Find(plugin.KubernetesProgram)
+	if err != nil {
+		return nil, s.locatedProviderError(pc, fmt.Errorf("kubernetes provider: %w", err))
+	}
+	p, err := plugin.Start(ctx, program, settings)
+	if err != nil {
+		return nil, s.locatedProviderError(pc, err)
+	}
 	return p, nil
 }
 

@@ -120,3 +120,26 @@ func (e *FeatureNotAllowedError) Error() string {
 	return fmt.Sprintf("%s feature %s is not on the allowlist; allowed: %s",
 		e.Service, quote(e.Feature), strings.Join(e.Allowed, ", "))
 }
+
+// NewCatalog returns a catalog of specs (sorted by name, each one's
+// features too), for a program that is handed its caller's catalog: the
+// kubernetes runtime's own process (internal/plugin) is given the one the
+// caller was configured with.
+func NewCatalog(specs []ServiceSpec) *Catalog {
+	out := make([]ServiceSpec, len(specs))
+	for i, s := range specs {
+		out[i] = ServiceSpec{Name: s.Name, Features: slices.Clone(s.Features)}
+		slices.SortFunc(out[i].Features, func(a, b Feature) int { return strings.Compare(a.Name, b.Name) })
+	}
+	slices.SortFunc(out, func(a, b ServiceSpec) int { return strings.Compare(a.Name, b.Name) })
+	return &Catalog{services: out}
+}
+
+// Specs returns the catalog's service specs, sorted (NewCatalog's input).
+func (c *Catalog) Specs() []ServiceSpec {
+	out := make([]ServiceSpec, len(c.services))
+	for i, s := range c.services {
+		out[i] = ServiceSpec{Name: s.Name, Features: slices.Clone(s.Features)}
+	}
+	return out
+}

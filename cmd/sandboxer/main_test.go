@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/cmd/sandboxer/internal/cli"
 	"github.com/sandboxer/sandboxer/internal/testenv"
+	"github.com/sandboxer/sandboxer/providers/kubernetes/kubeplugin"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -22,6 +23,8 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(quietRedis{})
 	testscript.Main(m, map[string]func(){
 		"sandboxer": func() { os.Exit(cli.Main()) },
+		// On the scripts' PATH, where sandboxer finds it (internal/plugin).
+		"sandboxer-kubernetes": func() { os.Exit(kubeplugin.Main()) },
 	})
 }
 

@@ -3,15 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"strings"
 	"syscall"
 	"time"
-
-	"k8s.io/klog/v2"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -30,11 +27,6 @@ func Main() int {
 	// go-redis logs every refused dial of a liveness probe to stderr; the
 	// probe's own error already says what happened.
 	redis.SetLogger(quietLogger{})
-	// client-go logs through klog to stderr (client-side throttling of a
-	// large apply, for one); what matters reaches the user as the
-	// provider's errors.
-	klog.SetOutput(io.Discard)
-	klog.LogToStderr(false)
 	f := &Factory{
 		IO: IOStreams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 			OutTTY: term.IsTerminal(int(os.Stdout.Fd())),

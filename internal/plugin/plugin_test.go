@@ -1,0 +1,301 @@
+package plugin_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/rpc"
+	"net/rpc/jsonrpc"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/plugin"
+	"github.com/sandboxer/sandboxer/providers/fake"
+	"github.com/sandboxer/sandboxer/providers/providertest"
+	"github.com/sandboxer/sandboxer/snapshot"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// The test binary is also the program under test: run with serveEnv set
+// it serves testProvider on its standard streams, as sandboxer-kubernetes
+// serves the kubernetes runtime.
+const serveEnv = "SANDBOXER_PLUGIN_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) == "1" {
+		if err := plugin.Serve(os.Stdin, os.Stdout, openTestProvider); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func openTestProvider(ctx context.Context, s plugin.Settings) (apply.Provider, error) {
+	if s.Provider != nil && s.Provider.Namespace == "unreachable" {
+		return nil, fmt.Errorf("kubernetes provider: %w (at %s)", apply.ErrEngine, s.Provider.Namespace)
+	}
+	return &testProvider{Provider: fake.New(config.NewCatalog(s.Catalog)), settings: s}, nil
+}
+
+// testProvider is the fake runtime plus the data capabilities, and a
+// create that waits for its context.
+type testProvider struct {
+	*fake.Provider
+	settings plugin.Settings
+	mu       sync.Mutex
+	loaded   []string
+}
+
+func (p *testProvider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
+	if req.Address == "sandbox.waits" {
+		<-ctx.Done()
+		return nil, fmt.Errorf("create %s: %w", req.Address, ctx.Err())
+	}
+	if req.Address == "sandbox.settings" { // says what it was opened with
+		return &apply.Created{AvailableExtensions: map[string][]string{
+			"ready_timeout": {p.settings.ReadyTimeout.String()},
+			"ca_dir":        {p.settings.CADir},
+			"catalog":       {strings.Join(config.NewCatalog(p.settings.Catalog).Allowed("redis"), ",")},
+			"empty":         {},
+		}}, nil
+	}
+	return p.Provider.Create(ctx, req)
+}
+
+func (p *testProvider) Dump(ctx context.Context, rec *state.Record, service string, w io.Writer) error {
+	_, err := fmt.Fprintf(w, "%s of %s\n%s", service, rec.Address, strings.Repeat("x", 1<<20))
+	return err
+}
+
+func (p *testProvider) Load(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
+	b, err := os.ReadFile(d.Path)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.loaded = append(p.loaded, string(b))
+	return nil
+}
+
+func (p *testProvider) Keep(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
+	return fmt.Errorf("keep %s: %w", d.Key, apply.ErrNotFound)
+}
+
+func (p *testProvider) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
+	return fmt.Errorf("run %d files on %s: nothing to run them on", len(files), rec.Address)
+}
+
+// start runs the test binary as the program.
+func start(t *testing.T, s plugin.Settings) *plugin.Client {
+	t.Helper()
+	t.Setenv(serveEnv, "1")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := plugin.Start(context.Background(), exe, s)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+func settings() plugin.Settings {
+	return plugin.Settings{Catalog: config.DefaultCatalog().Specs()}
+}
+
+// The conformance suite every runtime passes, through another process.
+func TestConformanceThroughAProcess(t *testing.T) {
+	c := start(t, settings())
+	providertest.Run(t, func(t *testing.T) providertest.Subject { return providertest.Subject{Provider: c} })
+}
+
+func TestSettingsArriveAsSent(t *testing.T) {
+	s := settings()
+	s.ReadyTimeout, s.CADir = 42*time.Second, "/some/ca"
+	c := start(t, s)
+	got, err := c.Create(context.Background(), apply.CreateRequest{Address: "sandbox.settings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"ready_timeout": {"42s"}, "ca_dir": {"/some/ca"}, "catalog": {"bloom,json,search"}, "empty": {}}
+	for k, v := range want {
+		g, ok := got.AvailableExtensions[k]
+		if !ok || strings.Join(g, ",") != strings.Join(v, ",") || (g == nil) != (v == nil) {
+			t.Errorf("%s = %#v, want %#v", k, g, v)
+		}
+	}
+}
+
+func TestErrorsKeepTextAndSentinels(t *testing.T) {
+	c := start(t, settings())
+	ctx := context.Background()
+	err := c.Keep(ctx, &state.Record{Address: "sandbox.a"}, "postgres", snapshot.Data{Key: "k1"})
+	if err == nil || err.Error() != "keep k1: not found" || !errors.Is(err, apply.ErrNotFound) || errors.Is(err, apply.ErrEngine) {
+		t.Errorf("Keep: %v (ErrNotFound %v); want \"keep k1: not found\", ErrNotFound only", err, errors.Is(err, apply.ErrNotFound))
+	}
+	err = c.RunSQL(ctx, &state.Record{Address: "sandbox.a"}, []snapshot.SQLFile{{Name: "a.sql", Path: "/a.sql"}})
+	if err == nil || err.Error() != "run 1 files on sandbox.a: nothing to run them on" || errors.Is(err, apply.ErrNotFound) {
+		t.Errorf("RunSQL: %v", err)
+	}
+	// A probe of an instance the runtime never made: the fake's not-found.
+	err = c.Probe(ctx, &state.Record{Address: "sandbox.none", Services: []string{"redis"}, Generation: 1})
+	if !errors.Is(err, apply.ErrNotFound) {
+		t.Errorf("Probe of an unknown instance: %v, want ErrNotFound", err)
+	}
+}
+
+func TestOpenErrorIsTheProviders(t *testing.T) {
+	t.Setenv(serveEnv, "1")
+	exe, _ := os.Executable()
+	s := settings()
+	s.Provider = &config.Provider{Runtime: config.RuntimeKubernetes, Namespace: "unreachable"}
+	c, err := plugin.Start(context.Background(), exe, s)
+	if err == nil {
+		c.Close()
+		t.Fatal("Start succeeded; want the provider's error")
+	}
+	if err.Error() != "kubernetes provider: cannot reach the Docker engine (at unreachable)" || !errors.Is(err, apply.ErrEngine) {
+		t.Errorf("Start: %v", err)
+	}
+}
+
+// A cancelled context reaches the provider's: its create returns, and its
+// own error comes back.
+func TestCancelReachesTheProvider(t *testing.T) {
+	c := start(t, settings())
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := c.Create(ctx, apply.CreateRequest{Address: "sandbox.waits"})
+	if err == nil || err.Error() != "create sandbox.waits: context canceled" || !errors.Is(err, context.Canceled) {
+		t.Errorf("Create: %v; want the provider's \"create sandbox.waits: context canceled\"", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.Create(ctx, apply.CreateRequest{Address: "sandbox.waits"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Create past its deadline: %v; want DeadlineExceeded", err)
+	}
+}
+
+// Calls run side by side: one waiting create does not hold up others.
+func TestCallsRunConcurrently(t *testing.T) {
+	c := start(t, settings())
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		_, err := c.Create(ctx, apply.CreateRequest{Address: "sandbox.waits"})
+		waited <- err
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			addr := fmt.Sprintf("sandbox.c%d", i)
+			req := apply.CreateRequest{Address: addr, Generation: 1, Features: config.FeatureSet{"redis": {}}}
+			cr, err := c.Create(context.Background(), req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			rec := &state.Record{Address: addr, Services: []string{"redis"}, Credentials: cr.Credentials, Resources: cr.Resources, Generation: 1}
+			if err := c.Probe(context.Background(), rec); err != nil {
+				errs <- fmt.Errorf("probe %s: %w", addr, err)
+			}
+			if err := c.Delete(context.Background(), rec); err != nil {
+				errs <- fmt.Errorf("delete %s: %w", addr, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	select {
+	case err := <-waited:
+		t.Fatalf("the waiting create returned before it was cancelled: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Errorf("the waiting create: %v", err)
+	}
+}
+
+func TestDataCrossesAsFiles(t *testing.T) {
+	c := start(t, settings())
+	ctx := context.Background()
+	rec := &state.Record{Address: "sandbox.d"}
+	var buf bytes.Buffer
+	if err := c.Dump(ctx, rec, "redis", &buf); err != nil {
+		t.Fatal(err)
+	}
+	if want := "redis of sandbox.d\n" + strings.Repeat("x", 1<<20); buf.String() != want {
+		t.Errorf("Dump wrote %d bytes starting %q; want %d", buf.Len(), buf.String()[:min(buf.Len(), 30)], len(want))
+	}
+	path := filepath.Join(t.TempDir(), "dump")
+	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Load(ctx, rec, "redis", snapshot.Data{Key: "k", Path: path, Size: 4}); err != nil {
+		t.Errorf("Load: %v", err)
+	}
+}
+
+// A program from another build is refused before anything is done.
+func TestOtherProtocolRefused(t *testing.T) {
+	srv := rpc.NewServer()
+	if err := srv.RegisterName("Provider", oldProgram{}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	go srv.ServeCodec(jsonrpc.NewServerCodec(a))
+	_, err := plugin.Connect(context.Background(), b, b, settings())
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("speaks plugin protocol 0 and this sandboxer %d: install both from one build", plugin.ProtocolVersion)) {
+		t.Errorf("Connect to a protocol-0 program: %v", err)
+	}
+}
+
+type oldProgram struct{}
+
+func (oldProgram) Open(a struct{ Protocol int }, r *struct{ Protocol int }) error {
+	r.Protocol = 0
+	return nil
+}
+
+func TestCloseEndsTheProgram(t *testing.T) {
+	t.Setenv(serveEnv, "1")
+	exe, _ := os.Executable()
+	c, err := plugin.Start(context.Background(), exe, settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := c.Pid()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Errorf("process %d still exists after Close", pid)
+	}
+	if err := c.Probe(context.Background(), &state.Record{Address: "sandbox.a"}); err == nil {
+		t.Error("Probe after Close succeeded")
+	}
+}
