@@ -128,3 +128,6 @@ func manyLocals(n int) []byte {
 func BenchmarkLoadForEachSet10000(b *testing.B)  { benchLoad(b, forEachSet(10000), 10000) }
 func BenchmarkLoadForEachSet100000(b *testing.B) { benchLoad(b, forEachSet(100000), 100000) }
 func BenchmarkLoadLocals10000(b *testing.B)      { benchLoad(b, manyLocals(10000), 0) }
+
+// BenchmarkLoad5000 is the configuration of scripts/benchplan at 5,000.
+func BenchmarkLoad5000(b *testing.B) { benchLoad(b, manySandboxes(5000), 5000) }

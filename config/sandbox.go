@@ -68,7 +68,7 @@ func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
 // template instance at sandbox.NAME; request makes the keyed ones.
 func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Diagnostics) {
 	sb := &Sandbox{Name: b.Labels[0], DeclRange: b.DefRange}
-	content, diags := b.Body.Content(sandboxBlockSchema)
+	content, diags := blockContent(b.Body, sandboxBlockSchema)
 
 	var p *Project
 	checkOptIn := false
