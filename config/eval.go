@@ -72,6 +72,9 @@ func outputScope(sandbox cty.Value) scope {
 // references are not evaluated: the reference diagnostic says it better
 // than hcl's "Unsupported attribute" would.
 func (e *evaluator) eval(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnostics) {
+	if v, ok := literalValue(expr); ok {
+		return v, nil // what hcl evaluates it to (literalvalue.go)
+	}
 	if isLiteral(expr) {
 		// Nothing to check: what checkRefs and valueWithin would do,
 		// less their walks (literal.go).

@@ -105,12 +105,10 @@ func (l *loader) extensionsAttr(content *hcl.BodyContent, sc scope, p *Project, 
 	if !ok {
 		return FeatureSet{}, nil
 	}
-	v, diags := l.ev.eval(attr.Expr, sc)
 	if !known {
 		p = nil
 	}
-	fs, more := l.featureSet(v, attr.Expr, p, owner)
-	return fs, append(diags, more...)
+	return l.extensionsValue(attr.Expr, sc, p, owner)
 }
 
 // featureSet decodes an extensions map: service → features. Keys must be
@@ -119,8 +117,30 @@ func (l *loader) extensionsAttr(content *hcl.BodyContent, sc scope, p *Project, 
 // the opt-in check.
 func (l *loader) featureSet(v cty.Value, expr hcl.Expression, p *Project, owner string) (FeatureSet, hcl.Diagnostics) {
 	items, _, diags := mapItems(v, expr, cty.List(cty.String), "extensions")
+	entries := make([]featureEntry, len(items))
+	for i, it := range items {
+		entries[i] = featureEntry{Key: it.Key, KeyRange: it.KeyRange, features: func() ([]item, hcl.Diagnostics) {
+			feats, _, more := listItems(it.Value, it.ValueExpr, "extensions")
+			return feats, more
+		}}
+	}
+	return l.checkFeatures(entries, p, owner, diags)
+}
+
+// extensionsValue is featureSet of expr's value, read from the syntax
+// tree when it is a literal map of literal lists (literalvalue.go).
+func (l *loader) extensionsValue(expr hcl.Expression, sc scope, p *Project, owner string) (FeatureSet, hcl.Diagnostics) {
+	if entries, ok := literalFeatureEntries(expr); ok {
+		return l.checkFeatures(entries, p, owner, nil)
+	}
+	v, diags := l.ev.eval(expr, sc)
+	fs, more := l.featureSet(v, expr, p, owner)
+	return fs, append(diags, more...)
+}
+
+func (l *loader) checkFeatures(entries []featureEntry, p *Project, owner string, diags hcl.Diagnostics) (FeatureSet, hcl.Diagnostics) {
 	fs := FeatureSet{}
-	for _, it := range items {
+	for _, it := range entries {
 		if err := l.cat.CheckService(it.Key); err != nil {
 			diags = append(diags, catalogDiag(err, it.KeyRange))
 			continue
@@ -132,7 +152,7 @@ func (l *loader) featureSet(v cty.Value, expr hcl.Expression, p *Project, owner 
 				it.KeyRange))
 			continue
 		}
-		feats, _, more := listItems(it.Value, it.ValueExpr, "extensions")
+		feats, more := it.features()
 		diags = append(diags, more...)
 		fs[it.Key] = []string{}
 		for _, f := range feats {

@@ -221,13 +221,11 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 	}
 	override := FeatureSet{}
 	if attr, ok := content.Attributes["extensions"]; ok {
-		v, more := l.ev.eval(attr.Expr, sc)
-		diags = append(diags, more...)
 		check := p
 		if !checkOptIn {
 			check = nil
 		}
-		fs, more := l.featureSet(v, attr.Expr, check, owner)
+		fs, more := l.extensionsValue(attr.Expr, sc, check, owner)
 		diags = append(diags, more...)
 		override = fs
 	}
