@@ -17,8 +17,12 @@
 // default it runs up to 5,000 (the sizes the goals name) and sandboxer
 // alone at 10,000, for the growth; -terraform-max 10000 adds it there.
 //
+// With -profile K it then profiles K plans of each size
+// (SANDBOXER_CPUPROFILE) and prints where their CPU goes: start-up, parse,
+// evaluation, state read, plan, JSON rendering, garbage collection.
+//
 // Usage: go run ./scripts/benchplan [-bin bin/sandboxer] [-sizes 1000,5000,10000]
-// [-runs 5] [-terraform terraform] [-terraform-max 5000] [-keep]
+// [-runs 5] [-terraform terraform] [-terraform-max 5000] [-keep] [-profile K]
 package main
 
 import (
@@ -45,8 +49,9 @@ func main() {
 	tf := flag.String("terraform", "terraform", "terraform binary (skipped when not found)")
 	tfMax := flag.Int("terraform-max", 5000, "largest size to run terraform at")
 	keep := flag.Bool("keep", false, "keep the generated folders and print where they are")
+	prof := flag.Int("profile", 0, "after the timed runs, profile this many plans of each size and print where their CPU goes")
 	flag.Parse()
-	if err := run(*bin, *sizes, *runs, *tf, *tfMax, *keep); err != nil {
+	if err := run(*bin, *sizes, *runs, *tf, *tfMax, *keep, *prof); err != nil {
 		fmt.Fprintln(os.Stderr, "benchplan:", err)
 		os.Exit(1)
 	}
@@ -69,7 +74,7 @@ func (r *result) add(s sample) {
 	r.rss = append(r.rss, float64(s.maxRSS))
 }
 
-func run(bin, sizeList string, runs int, tfBin string, tfMax int, keep bool) error {
+func run(bin, sizeList string, runs int, tfBin string, tfMax int, keep bool, prof int) error {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -172,6 +177,14 @@ func run(bin, sizeList string, runs int, tfBin string, tfMax int, keep bool) err
 		}
 		tw, tc, tr := median(r.tf.wall), median(r.tf.cpu), median(r.tf.rss)
 		fmt.Printf("%7d  %7.1f ms %7.1f ms %10s  %8.2f s %8.2f s %10s  %6.1f× %6.1f×  %s\n", r.n, sw*1000, sc*1000, mib(sr), tw, tc, mib(tr), tw/sw, tr/sr, per)
+	}
+	if prof > 0 {
+		for _, r := range rows {
+			fmt.Printf("\nwhere the CPU of a plan of %d goes (%d profiled runs; phases overlap where one calls another):\n", r.n, prof)
+			if err := profile(abs, filepath.Join(root, fmt.Sprintf("sandboxer-%d", r.n)), prof); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
