@@ -21,8 +21,8 @@ import (
 )
 
 // Commands for the scenarios on a real cluster ([kube] scripts). Test
-// code may link client-go's full clientset; the binary may not
-// (TestBinaryLinksNoFullClientset).
+// code may link client-go's full clientset; the binaries may not
+// (TestBinaryLinksNoKubernetes).
 func kubeCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"kubenamespace": cmdKubeNamespace,
