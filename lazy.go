@@ -53,7 +53,14 @@ func (l *lazyProvider) on(ctx context.Context, runtime string) (apply.Provider, 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if p := l.conns[runtime]; p != nil {
-		return p, nil
+		if e, ok := p.(interface{ Exited() bool }); !ok || !e.Exited() || !l.owned {
+			return p, nil
+		}
+		// The runtime's program ended (internal/plugin): start it again.
+		if c, ok := p.(io.Closer); ok {
+			_ = c.Close()
+		}
+		delete(l.conns, runtime)
 	}
 	p, err := l.connect(ctx, runtime)
 	if err != nil {

@@ -26,6 +26,9 @@ type Client struct {
 	cmd     *exec.Cmd // nil for Connect
 	next    atomic.Uint64
 	closed  atomic.Bool
+	// exited is set when a call finds the connection gone: the program
+	// ended (it crashed, or was killed), and nothing more can be sent.
+	exited atomic.Bool
 }
 
 var (
@@ -101,10 +104,18 @@ func (c *Client) call(ctx context.Context, method string, args func(Call) any, r
 		<-pending.Done
 	}
 	if pending.Error != nil {
+		if errors.Is(pending.Error, rpc.ErrShutdown) || errors.Is(pending.Error, io.ErrUnexpectedEOF) || errors.Is(pending.Error, io.EOF) {
+			c.exited.Store(true)
+			return fmt.Errorf("%s has ended: %w", c.program, pending.Error)
+		}
 		return fmt.Errorf("%s: %w", c.program, pending.Error)
 	}
 	return nil
 }
+
+// Exited reports whether a call found the program gone; a long-running
+// caller (serve) then starts it again rather than failing every call.
+func (c *Client) Exited() bool { return c.exited.Load() }
 
 // Close ends the program: its standard input closes, it closes its
 // provider and exits. A program that does not end within 10 s is killed.
@@ -123,7 +134,7 @@ func (c *Client) Close() error {
 	go func() { done <- c.cmd.Wait() }()
 	select {
 	case werr := <-done:
-		if werr != nil {
+		if werr != nil && !c.exited.Load() { // an earlier call reported the end
 			err = errors.Join(err, fmt.Errorf("%s: %w", c.program, werr))
 		}
 	case <-time.After(10 * time.Second):

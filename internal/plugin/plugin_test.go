@@ -299,3 +299,29 @@ func TestCloseEndsTheProgram(t *testing.T) {
 		t.Error("Probe after Close succeeded")
 	}
 }
+
+// A program that dies is seen as ended, so serve can start it again.
+func TestKilledProgramIsExited(t *testing.T) {
+	c := start(t, settings())
+	if c.Exited() {
+		t.Fatal("Exited before anything happened")
+	}
+	proc, err := os.FindProcess(c.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.Exited() && time.Now().Before(deadline) {
+		err = c.Probe(context.Background(), &state.Record{Address: "sandbox.a"})
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !c.Exited() {
+		t.Fatalf("calls after the program was killed do not report it ended (last: %v)", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "has ended") {
+		t.Errorf("a call to a killed program: %v", err)
+	}
+}
