@@ -93,9 +93,7 @@ func (c *Client) call(ctx context.Context, method string, args func(Call) any, r
 	if d, ok := ctx.Deadline(); ok {
 		cl.Deadline = d
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	cl.Cancelled = ctx.Err() != nil
 	pending := c.rpc.Go(service+"."+method, args(cl), reply, make(chan *rpc.Call, 1))
 	select {
 	case <-pending.Done:

@@ -187,6 +187,12 @@ func TestCancelReachesTheProvider(t *testing.T) {
 	if err == nil || err.Error() != "create sandbox.waits: context canceled" || !errors.Is(err, context.Canceled) {
 		t.Errorf("Create: %v; want the provider's \"create sandbox.waits: context canceled\"", err)
 	}
+	// Already cancelled when sent: the provider is still called, and its
+	// error is the answer.
+	_, err = c.Create(ctx, apply.CreateRequest{Address: "sandbox.waits"})
+	if err == nil || err.Error() != "create sandbox.waits: context canceled" {
+		t.Errorf("Create with a cancelled context: %v; want the provider's own error", err)
+	}
 	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err = c.Create(ctx, apply.CreateRequest{Address: "sandbox.waits"})

@@ -34,6 +34,9 @@ type Settings struct {
 type Call struct {
 	ID       uint64
 	Deadline time.Time // zero: none
+	// Cancelled: the context had ended before the call was sent; the
+	// provider still gets the call, with its context ended, as in process.
+	Cancelled bool
 }
 
 // WireError is an error as it crosses: its text, and the sentinels found

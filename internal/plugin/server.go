@@ -22,7 +22,7 @@ type OpenFunc func(ctx context.Context, s Settings) (apply.Provider, error)
 // provider it opened. The program's main calls it with os.Stdin and
 // os.Stdout.
 func Serve(r io.Reader, w io.Writer, open OpenFunc) error {
-	s := &server{open: open, calls: map[uint64]context.CancelFunc{}}
+	s := &server{open: open, calls: map[uint64]context.CancelFunc{}, early: map[uint64]bool{}}
 	srv := rpc.NewServer()
 	if err := srv.RegisterName(service, &methods{s}); err != nil {
 		return fmt.Errorf("plugin: %w", err)
@@ -38,6 +38,7 @@ type server struct {
 	mu       sync.Mutex
 	provider apply.Provider // nil until Open
 	calls    map[uint64]context.CancelFunc
+	early    map[uint64]bool // cancels that came before their call
 }
 
 // begin makes the context of one call, cancelled by Cancel or at its
@@ -53,6 +54,10 @@ func (s *server) begin(c Call) (context.Context, func()) {
 		cancel = func() { stop(); inner() }
 	}
 	s.calls[c.ID] = cancel
+	if c.Cancelled || s.early[c.ID] {
+		delete(s.early, c.ID)
+		cancel()
+	}
 	return ctx, func() {
 		s.mu.Lock()
 		delete(s.calls, c.ID)
@@ -72,7 +77,11 @@ func (s *server) cancel(id uint64) {
 	defer s.mu.Unlock()
 	if c := s.calls[id]; c != nil {
 		c()
+		return
 	}
+	// The cancel overtook its call (each request runs in a goroutine of
+	// its own), or the call has ended; begin consumes the mark.
+	s.early[id] = true
 }
 
 func (s *server) cancelAll() {
