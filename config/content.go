@@ -20,8 +20,11 @@ func blockContent(body hcl.Body, schema *hcl.BodySchema) (*hcl.BodyContent, hcl.
 		return body.Content(schema)
 	}
 	attrs := make(hcl.Attributes, len(b.Attributes))
+	// One allocation for them all; each is what AsHCLAttribute makes.
+	each := make([]hcl.Attribute, 0, len(b.Attributes))
 	for name, a := range b.Attributes {
-		attrs[name] = a.AsHCLAttribute()
+		each = append(each, hcl.Attribute{Name: a.Name, Expr: a.Expr, Range: a.SrcRange, NameRange: a.NameRange})
+		attrs[name] = &each[len(each)-1]
 	}
 	var blocks hcl.Blocks
 	for _, blk := range b.Blocks {

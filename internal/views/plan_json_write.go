@@ -184,12 +184,13 @@ func (j *jsonWriter) stringMap(m map[string]string, in string) {
 		if i > 0 {
 			j.raw(",")
 		}
-		j.raw(in + "  ")
+		j.indent(in)
 		j.str(k)
 		j.raw(": ")
 		j.str(m[k])
 	}
-	j.raw(in + "}")
+	j.raw(in)
+	j.raw("}")
 }
 
 // strings writes a list whose opening bracket is on a line indented by
@@ -208,10 +209,11 @@ func (j *jsonWriter) strings(list []string, in string) {
 		if i > 0 {
 			j.raw(",")
 		}
-		j.raw(in + "  ")
+		j.indent(in)
 		j.str(s)
 	}
-	j.raw(in + "]")
+	j.raw(in)
+	j.raw("]")
 }
 
 // features writes a feature set, its keys sorted as encoding/json sorts
@@ -231,14 +233,23 @@ func (j *jsonWriter) features(fs config.FeatureSet, in string) {
 	}
 	slices.Sort(keys)
 	j.raw("{")
+	deeper := in + "  "
 	for i, k := range keys {
 		if i > 0 {
 			j.raw(",")
 		}
-		j.raw(in + "  ")
+		j.raw(deeper)
 		j.str(k)
 		j.raw(": ")
-		j.strings(fs[k], in+"  ")
+		j.strings(fs[k], deeper)
 	}
-	j.raw(in + "}")
+	j.raw(in)
+	j.raw("}")
+}
+
+// indent starts a line one level deeper than in: written in two parts,
+// as in + "  " would allocate for every item.
+func (j *jsonWriter) indent(in string) {
+	j.raw(in)
+	j.raw("  ")
 }
