@@ -48,6 +48,7 @@ func newMCPCmd(f *Factory, runF func(*MCPOptions) error) *cobra.Command {
 
 func mcpRun(cmd *cobra.Command, opts *MCPOptions) error {
 	f := opts.f
+	serveGC(f)
 	s, err := openOnDemand(f, opts.OnDemand)
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ func Main() int {
 		Now:     time.Now,
 		Catalog: config.DefaultCatalog(),
 	}
+	oneShotGC(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	interrupt := make(chan struct{})

@@ -102,6 +102,7 @@ func apiToken(f *Factory, file string) (string, error) {
 
 func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	f := opts.f
+	serveGC(f)
 	if opts.LogFormat != "text" && opts.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: must be text or json", opts.LogFormat)
 	}
