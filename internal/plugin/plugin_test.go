@@ -331,3 +331,19 @@ func TestKilledProgramIsExited(t *testing.T) {
 		t.Errorf("a call to a killed program: %v", err)
 	}
 }
+
+func TestFindLooksBesideThenOnPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	_, err := plugin.Find("sandboxer-test-program")
+	if err == nil || !strings.Contains(err.Error(), "its program sandboxer-test-program is not beside ") || !strings.Contains(err.Error(), " or on PATH; make build puts it beside sandboxer in bin/") {
+		t.Errorf("Find of a missing program: %v", err)
+	}
+	prog := filepath.Join(dir, "sandboxer-test-program")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := plugin.Find("sandboxer-test-program"); err != nil || got != prog {
+		t.Errorf("Find = %q, %v; want %s from PATH", got, err, prog)
+	}
+}
