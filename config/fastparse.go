@@ -29,7 +29,16 @@ import (
 // The functions below follow hclsyntax's parser.go function for
 // function, so that each can be checked against the one it copies; the
 // differential tests and FuzzFastParse compare the two on every input.
-func fastParseConfig(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body, ok bool) {
+func fastParseConfig(src []byte, filename string, start hcl.Pos) (*hclsyntax.Body, bool) {
+	if !fastPlausible(src) {
+		return nil, false
+	}
+	return fastParse(src, filename, start)
+}
+
+// fastParse is fastParseConfig without the quick look first: the tests
+// hold it to hcl on inputs the look would turn away.
+func fastParse(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body, ok bool) {
 	for _, b := range src {
 		if !fastByteOK(b) {
 			return nil, false

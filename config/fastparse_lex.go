@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -254,4 +255,103 @@ func (l *fastLexer) quoted(c fastCursor) fastTok {
 			buf = append(buf, src[i])
 		}
 	}
+}
+
+// fastPlausible looks over src once, without building anything, for what
+// fastParse would give up on only after building part of a body: an
+// operator, a call, a template sequence, an index. fastParse gives up on
+// all of these too; the look only spares the work, so that a piece with
+// one conditional costs little more than hcl's parse of it. It may pass
+// what fastParse declines (it does not know "for" or legacy indexes) but
+// never turns away what fastParse takes; FuzzFastParse checks that.
+func fastPlausible(src []byte) bool {
+	const (
+		code = iota
+		quoted
+		lineComment
+		blockComment
+	)
+	state := code
+	last := byte('\n') // the last byte of code that is no space
+	for i := 0; i < len(src); i++ {
+		b := src[i]
+		if !fastByteOK(b) {
+			return false
+		}
+		next := byte(0)
+		if i+1 < len(src) {
+			next = src[i+1]
+		}
+		switch state {
+		case quoted:
+			switch {
+			case b == '"':
+				state, last = code, b
+			case b == '\n':
+				return false
+			case b == '\\':
+				switch next {
+				case 'n', 'r', 't', '"', '\\':
+					i++
+				default:
+					return false
+				}
+			case (b == '$' || b == '%') && next == '{':
+				return false
+			}
+			continue
+		case lineComment:
+			if b == '\n' {
+				state, last = code, b
+			}
+			continue
+		case blockComment:
+			if b == '*' && next == '/' {
+				state = code
+				i++
+			}
+			continue
+		}
+		switch b {
+		case ' ', '\t':
+			continue
+		case '"':
+			state = quoted
+			continue
+		case '#':
+			state = lineComment
+			continue
+		case '/':
+			switch next {
+			case '/':
+				state = lineComment
+			case '*':
+				state = blockComment
+			default:
+				return false
+			}
+			i++
+			continue
+		case '[': // an index, unless it starts a value
+			if fastIdentStart(last) || fastDigit(last) || strings.IndexByte("-]}\"", last) >= 0 {
+				return false
+			}
+		case '-': // only inside a name
+			if i == 0 || !(fastIdentStart(src[i-1]) || fastDigit(src[i-1]) || src[i-1] == '-') {
+				return false
+			}
+		case '=':
+			if next == '=' || next == '>' {
+				return false
+			}
+		case ':':
+			if next == ':' {
+				return false
+			}
+		case '(', ')', '?', '!', '+', '*', '<', '>', '&', '|', '~', '^', ';', '\'', '`', '$', '%', '@', '\\':
+			return false
+		}
+		last = b
+	}
+	return true
 }

@@ -20,13 +20,16 @@ import (
 // one. It reports whether the fast parser took the input.
 func checkFast(t *testing.T, src []byte, start hcl.Pos) bool {
 	t.Helper()
-	got, ok := fastParseConfig(src, "main.sbx.hcl", start)
+	got, ok := fastParse(src, "main.sbx.hcl", start)
 	want, diags := hclsyntax.ParseConfig(src, "main.sbx.hcl", start)
 	if !ok {
 		if got != nil {
-			t.Fatalf("fastParseConfig returned a body with ok=false")
+			t.Fatalf("fastParse returned a body with ok=false")
 		}
 		return false
+	}
+	if !fastPlausible(src) {
+		t.Fatalf("fastPlausible turns away what fastParse takes:\n%s", src)
 	}
 	if len(diags) > 0 {
 		t.Fatalf("fastParseConfig took what hcl reports (%v), from %v:\n%s", diags, start, src)
@@ -155,6 +158,22 @@ func TestFastParseCases(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFastPlausibleTurnsAway: what is plainly outside the subset is
+// turned away before anything is built (checkFast holds it to never
+// turning away what fastParse takes).
+func TestFastPlausibleTurnsAway(t *testing.T) {
+	for _, src := range []string{
+		"a = b == c\n", "a = b ? c : d\n", "a = f(x)\n", "a = x[0]\n", "a = [x\n][0]\n",
+		"a = \"${x}\"\n", "a = \"%{if x}%{endif}\"\n", "a = \"\\u00e9\"\n", "a = 1 + 2\n", "a = -1\n",
+		"a = !b\n", "a = <<EOT\nx\nEOT\n", "a = x.*.y\n", "a = 4 / 2\n", "a = \"é\"\n", "a = 1\r\n",
+		"a = { for k, v in m : k => v }\n", "a = p::f()\n",
+	} {
+		if fastPlausible([]byte(src)) {
+			t.Errorf("fastPlausible(%q) = true", src)
+		}
 	}
 }
 
@@ -298,4 +317,16 @@ func FuzzFastParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte, line, column, offset uint8) {
 		checkFast(t, src, hcl.Pos{Line: 1 + int(line), Column: 1 + int(column), Byte: int(offset)})
 	})
+}
+
+// BenchmarkFastParse1000 is BenchmarkParse1000's file through the fast
+// parser alone, whole and on one core.
+func BenchmarkFastParse1000(b *testing.B) {
+	src := manySandboxes(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := fastParseConfig(src, "main.sbx.hcl", hcl.InitialPos); !ok {
+			b.Fatal("not taken")
+		}
+	}
 }
