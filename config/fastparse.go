@@ -7,10 +7,10 @@ import (
 )
 
 // fastParseConfig parses the plain subset of HCL that configurations are
-// mostly written in, about ten times faster than hclsyntax.ParseConfig
-// (whose scanner and token slices were about half of a plan of 5,000
-// sandboxes), into the body hclsyntax.ParseConfig(src, filename, start)
-// builds.
+// mostly written in into the body hclsyntax.ParseConfig(src, filename,
+// start) builds, in about a fifth of its time and a seventh of its memory
+// (BenchmarkFastParse1000 against BenchmarkParse1000): hcl's scanner and
+// token slices were nearly half of a plan of 5,000 sandboxes.
 //
 // The rule: the body is identical to hclsyntax's, down to every range
 // and every nil-versus-empty slice, or ok is false and the caller parses
