@@ -53,7 +53,7 @@ func fastParse(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body
 		}
 	}()
 	p := &fastParser{
-		fastLexer: fastLexer{src: src, filename: filename, base: start.Byte},
+		fastLexer: fastLexer{src: src, str: string(src), filename: filename, base: start.Byte},
 		cur:       fastCursor{off: 0, line: start.Line, lineStart: 1 - start.Column},
 	}
 	// At the start of the file hcl's "previous token" is the next one.
@@ -87,7 +87,7 @@ func (p *fastParser) read(nl bool) fastTok {
 	return t
 }
 
-func (p *fastParser) text(t fastTok) string { return string(p.src[t.start:t.end]) }
+func (p *fastParser) text(t fastTok) string { return p.str[t.start:t.end] }
 
 // body is hclsyntax's ParseBody: items up to the end token (EOF at the
 // top, "}" in a block).
@@ -241,10 +241,14 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 		case "null":
 			expr = &hclsyntax.LiteralValueExpr{Val: cty.NullVal(cty.DynamicPseudoType), SrcRange: t.rng}
 		default:
-			return p.traversal(nl, &hclsyntax.ScopeTraversalExpr{
-				Traversal: hcl.Traversal{hcl.TraverseRoot{Name: name, SrcRange: t.rng}},
-				SrcRange:  t.rng,
-			})
+			// One allocation for the expression and room for three steps.
+			n := &struct {
+				expr  hclsyntax.ScopeTraversalExpr
+				steps [3]hcl.Traverser
+			}{}
+			n.steps[0] = hcl.TraverseRoot{Name: name, SrcRange: t.rng}
+			n.expr = hclsyntax.ScopeTraversalExpr{Traversal: n.steps[:1], SrcRange: t.rng}
+			return p.traversal(nl, &n.expr)
 		}
 	case fastString:
 		p.read(nl)
@@ -253,10 +257,16 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 			// hcl places the part of "" after the closing quote.
 			part.Start, part.End = t.rng.End, t.rng.End
 		}
-		expr = &hclsyntax.TemplateExpr{
-			Parts:    []hclsyntax.Expression{&hclsyntax.LiteralValueExpr{Val: cty.StringVal(t.str), SrcRange: part}},
-			SrcRange: t.rng,
-		}
+		// One allocation for the template, its part and the slice of it.
+		n := &struct {
+			tmpl  hclsyntax.TemplateExpr
+			lit   hclsyntax.LiteralValueExpr
+			parts [1]hclsyntax.Expression
+		}{}
+		n.lit = hclsyntax.LiteralValueExpr{Val: cty.StringVal(t.str), SrcRange: part}
+		n.parts[0] = &n.lit
+		n.tmpl = hclsyntax.TemplateExpr{Parts: n.parts[:], SrcRange: t.rng}
+		expr = &n.tmpl
 	case fastOBrack:
 		expr = p.tuple(nl)
 	case fastOBrace:

@@ -58,6 +58,7 @@ func fastFail() { panic(fastStop{}) }
 
 type fastLexer struct {
 	src      []byte
+	str      string // src, converted once: names and values are cut from it without allocating
 	filename string
 	base     int // start.Byte: the offset of src in its file
 }
@@ -218,7 +219,7 @@ func (l *fastLexer) quoted(c fastCursor) fastTok {
 			if buf != nil {
 				t.str = string(buf)
 			} else {
-				t.str = string(src[open+1 : i])
+				t.str = l.str[open+1 : i]
 			}
 			return t
 		case '\n':
