@@ -42,6 +42,8 @@ benchcheck:
 
 fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
+	$(GO) test ./config -run '^$$' -fuzz 'FuzzFastParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./config -run '^$$' -fuzz FuzzFastParseGenerated -fuzztime $(FUZZTIME)
 	$(GO) test ./state -run '^$$' -fuzz FuzzStateFile -fuzztime $(STATE_FUZZTIME)
 
 test: test-images vet unit benchcheck fuzz

@@ -12,7 +12,9 @@
 // Large configurations load on every core, but never differently from a
 // load on one: each file is parsed in pieces that must join into exactly
 // the body hcl's whole-file parse gives, else the file is parsed whole
-// (parse.go); and only sandbox blocks whose decoding touches nothing
+// (parse.go); a piece written in the plain subset of HCL is parsed by a
+// faster parser that builds hcl's own syntax tree or declines, and hcl
+// parses what it declines (fastparse.go); and only sandbox blocks whose decoding touches nothing
 // shared (literal arguments) are decoded concurrently, their results then
 // taken in block order (sandbox_parallel.go). The evaluation limits
 // (limits.go, loopwork.go) apply to every expression that can loop or call

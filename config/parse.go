@@ -109,9 +109,19 @@ func newChunkedParse(src []byte, name string, size int) *chunkedParse {
 	return p
 }
 
+// parseChunk parses one piece, by fastParseConfig when the piece is in
+// its subset. The file it builds is the one hclsyntax would but for Nav,
+// which is lazyNav of the same bytes: hclsyntax's cannot be built from
+// outside, and it is only asked when a diagnostic is printed. A file of
+// one piece is this file as it is.
 func (p *chunkedParse) parseChunk(i int) {
 	c := &p.chunks[i]
-	c.file, c.diags = hclsyntax.ParseConfig(p.src[c.start:c.end], p.name, c.pos)
+	src := p.src[c.start:c.end]
+	if body, ok := fastParseConfig(src, p.name, c.pos); ok {
+		c.file = &hcl.File{Body: body, Bytes: src, Nav: &lazyNav{src: src, name: p.name, start: c.pos}}
+		return
+	}
+	c.file, c.diags = hclsyntax.ParseConfig(src, p.name, c.pos)
 }
 
 // result joins the pieces, or parses the whole file when they cannot be
@@ -124,7 +134,7 @@ func (p *chunkedParse) result() (*hcl.File, hcl.Diagnostics) {
 	if !ok {
 		return hclsyntax.ParseConfig(p.src, p.name, hcl.InitialPos)
 	}
-	return &hcl.File{Body: body, Bytes: p.src, Nav: &lazyNav{src: p.src, name: p.name}}, nil
+	return &hcl.File{Body: body, Bytes: p.src, Nav: &lazyNav{src: p.src, name: p.name, start: hcl.InitialPos}}, nil
 }
 
 func (p *chunkedParse) join() (*hclsyntax.Body, bool) {
@@ -163,14 +173,16 @@ func (p *chunkedParse) join() (*hclsyntax.Body, bool) {
 }
 
 // lazyNav is hcl.File.Nav (the "in block …" context that hcl's own
-// diagnostic printer shows) for a file parsed in pieces: hclsyntax's
-// navigation cannot be built from outside, so the first question parses
-// the file once more and asks its navigation.
+// diagnostic printer shows) for a file parsed in pieces or by
+// fastParseConfig: hclsyntax's navigation cannot be built from outside,
+// so the first question parses src (which starts at start in its file)
+// once more and asks its navigation.
 type lazyNav struct {
-	src  []byte
-	name string
-	once sync.Once
-	nav  interface {
+	src   []byte
+	name  string
+	start hcl.Pos
+	once  sync.Once
+	nav   interface {
 		ContextString(offset int) string
 		ContextDefRange(offset int) hcl.Range
 	}
@@ -178,7 +190,7 @@ type lazyNav struct {
 
 func (n *lazyNav) load() {
 	n.once.Do(func() {
-		f, _ := hclsyntax.ParseConfig(n.src, n.name, hcl.InitialPos)
+		f, _ := hclsyntax.ParseConfig(n.src, n.name, n.start)
 		n.nav, _ = f.Nav.(interface {
 			ContextString(offset int) string
 			ContextDefRange(offset int) hcl.Range

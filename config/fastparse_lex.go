@@ -1,0 +1,358 @@
+package config
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// The tokens of fastparse.go's subset, scanned as hclsyntax's scanner
+// (scan_tokens.rl) scans them and filtered as its peeker filters them.
+// Anything outside the subset, or any byte the scanner might count or
+// classify differently (non-ASCII, carriage returns, control
+// characters), stops the fast parse; hclsyntax then parses the input.
+
+type fastKind uint8
+
+const (
+	fastEOF fastKind = iota
+	fastNewline
+	fastIdent
+	fastNumber
+	fastString // a whole quoted string without template sequences
+	fastOBrace
+	fastCBrace
+	fastOBrack
+	fastCBrack
+	fastComma
+	fastEqual
+	fastColon
+	fastDot
+)
+
+// fastCursor is a place in the input: its offset and the line it is on.
+// lineStart is the offset of that line's column 1 (negative on the first
+// line when the input starts past column 1).
+type fastCursor struct {
+	off, line, lineStart int
+}
+
+type fastTok struct {
+	kind       fastKind
+	start, end int // offsets of the token's bytes
+	rng        hcl.Range
+	after      fastCursor
+
+	// A fastString's value with escapes resolved, and the range of the
+	// characters between its quotes.
+	str   string
+	inner hcl.Range
+}
+
+// fastStop is the panic that ends a fast parse; fastParseConfig turns it
+// into "not handled".
+type fastStop struct{}
+
+func fastFail() { panic(fastStop{}) }
+
+type fastLexer struct {
+	src      []byte
+	str      string // src, converted once: names and values are cut from it without allocating
+	filename string
+	base     int // start.Byte: the offset of src in its file
+}
+
+func (l *fastLexer) pos(c fastCursor, off int) hcl.Pos {
+	return hcl.Pos{Line: c.line, Column: off - c.lineStart + 1, Byte: l.base + off}
+}
+
+// fastByteOK says whether b is a byte whose column hclsyntax counts as
+// one and that it never folds into a multi-byte sequence: printable
+// ASCII, a tab, a newline.
+func fastByteOK(b byte) bool {
+	return b >= 0x20 && b < 0x7f || b == '\t' || b == '\n'
+}
+
+// scan returns the token at c, as hclsyntax's peeker would: with nl
+// (newlines significant) a newline and a line comment that ends in one
+// are a newline token; without, both are skipped. Block comments are
+// always skipped, as the peeker skips them.
+func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
+	src := l.src
+	for {
+		if c.off >= len(src) {
+			return l.token(fastEOF, c, c.off, c.off)
+		}
+		switch ch := src[c.off]; {
+		case ch == ' ' || ch == '\t':
+			c.off++
+		case ch == '\n':
+			if nl {
+				return l.lineEnd(c, c.off)
+			}
+			c = fastCursor{off: c.off + 1, line: c.line + 1, lineStart: c.off + 1}
+		case ch == '#' || ch == '/' && c.off+1 < len(src) && src[c.off+1] == '/':
+			i := bytes.IndexByte(src[c.off:], '\n')
+			if i < 0 { // a comment that ends the input is no newline
+				c.off = len(src)
+				continue
+			}
+			if nl {
+				return l.lineEnd(c, c.off+i)
+			}
+			end := c.off + i + 1
+			c = fastCursor{off: end, line: c.line + 1, lineStart: end}
+		case ch == '/' && c.off+1 < len(src) && src[c.off+1] == '*':
+			i := bytes.Index(src[c.off+2:], []byte("*/"))
+			if i < 0 {
+				fastFail()
+			}
+			end := c.off + 2 + i + 2
+			for j := c.off; j < end; j++ {
+				if src[j] == '\n' {
+					c.line++
+					c.lineStart = j + 1
+				}
+			}
+			c.off = end
+		default:
+			return l.lexeme(c)
+		}
+	}
+}
+
+// lineEnd is the newline token from start (a newline or the start of a
+// line comment) to the newline at nlOff: the peeker gives a comment's
+// whole range to the newline it stands for.
+func (l *fastLexer) lineEnd(c fastCursor, nlOff int) fastTok {
+	after := fastCursor{off: nlOff + 1, line: c.line + 1, lineStart: nlOff + 1}
+	return fastTok{
+		kind: fastNewline, start: c.off, end: nlOff + 1,
+		rng:   hcl.Range{Filename: l.filename, Start: l.pos(c, c.off), End: l.pos(after, after.off)},
+		after: after,
+	}
+}
+
+func (l *fastLexer) token(kind fastKind, c fastCursor, start, end int) fastTok {
+	after := fastCursor{off: end, line: c.line, lineStart: c.lineStart}
+	return fastTok{
+		kind: kind, start: start, end: end,
+		rng:   hcl.Range{Filename: l.filename, Start: l.pos(c, start), End: l.pos(c, end)},
+		after: after,
+	}
+}
+
+func fastIdentStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '_' }
+
+func fastDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+func (l *fastLexer) lexeme(c fastCursor) fastTok {
+	src, i := l.src, c.off
+	next := byte(0)
+	if i+1 < len(src) {
+		next = src[i+1]
+	}
+	switch ch := src[i]; {
+	case fastIdentStart(ch):
+		j := i + 1
+		for j < len(src) && (fastIdentStart(src[j]) || fastDigit(src[j]) || src[j] == '-') {
+			j++
+		}
+		return l.token(fastIdent, c, i, j)
+	case fastDigit(ch):
+		// Only digits with an optional fraction: hcl's number token also
+		// takes exponents and runs of dots, so whatever follows must be
+		// nothing it could take.
+		j := i + 1
+		for j < len(src) && fastDigit(src[j]) {
+			j++
+		}
+		if j+1 < len(src) && src[j] == '.' && fastDigit(src[j+1]) {
+			j += 2
+			for j < len(src) && fastDigit(src[j]) {
+				j++
+			}
+		}
+		if j < len(src) && (src[j] == '.' || fastIdentStart(src[j]) || fastDigit(src[j])) {
+			fastFail()
+		}
+		return l.token(fastNumber, c, i, j)
+	case ch == '"':
+		return l.quoted(c)
+	case ch == '{':
+		return l.token(fastOBrace, c, i, i+1)
+	case ch == '}':
+		return l.token(fastCBrace, c, i, i+1)
+	case ch == '[':
+		return l.token(fastOBrack, c, i, i+1)
+	case ch == ']':
+		return l.token(fastCBrack, c, i, i+1)
+	case ch == ',':
+		return l.token(fastComma, c, i, i+1)
+	case ch == '=' && next != '=' && next != '>': // not == or =>
+		return l.token(fastEqual, c, i, i+1)
+	case ch == ':' && next != ':': // not ::
+		return l.token(fastColon, c, i, i+1)
+	case ch == '.' && next != '.': // not ...
+		return l.token(fastDot, c, i, i+1)
+	}
+	fastFail()
+	return fastTok{}
+}
+
+// quoted scans a quoted string on one line with no template sequence
+// ("${", "%{", which "$${" and "%%{" contain) and no escape but \n \r \t
+// \" \\.
+func (l *fastLexer) quoted(c fastCursor) fastTok {
+	src, open := l.src, c.off
+	var buf []byte // the value, once an escape makes it differ from the source
+	i := open + 1
+	for ; ; i++ {
+		if i >= len(src) {
+			fastFail()
+		}
+		switch src[i] {
+		case '"':
+			t := l.token(fastString, c, open, i+1)
+			t.inner = hcl.Range{Filename: l.filename, Start: l.pos(c, open+1), End: l.pos(c, i)}
+			if buf != nil {
+				t.str = string(buf)
+			} else {
+				t.str = l.str[open+1 : i]
+			}
+			return t
+		case '\n':
+			fastFail()
+		case '$', '%':
+			if i+1 < len(src) && src[i+1] == '{' {
+				fastFail()
+			}
+		case '\\':
+			if i+1 >= len(src) {
+				fastFail()
+			}
+			var r byte
+			switch src[i+1] {
+			case 'n':
+				r = '\n'
+			case 'r':
+				r = '\r'
+			case 't':
+				r = '\t'
+			case '"', '\\':
+				r = src[i+1]
+			default:
+				fastFail()
+			}
+			if buf == nil {
+				buf = append([]byte(nil), src[open+1:i]...)
+			}
+			buf = append(buf, r)
+			i++
+			continue
+		}
+		if buf != nil {
+			buf = append(buf, src[i])
+		}
+	}
+}
+
+// fastPlausible looks over src once, without building anything, for what
+// fastParse would give up on only after building part of a body: an
+// operator, a call, a template sequence, an index. fastParse gives up on
+// all of these too; the look only spares the work, so that a piece with
+// one conditional costs little more than hcl's parse of it. It may pass
+// what fastParse declines (it does not know "for" or legacy indexes) but
+// never turns away what fastParse takes; FuzzFastParse checks that.
+func fastPlausible(src []byte) bool {
+	const (
+		code = iota
+		quoted
+		lineComment
+		blockComment
+	)
+	state := code
+	last := byte('\n') // the last byte of code that is no space
+	for i := 0; i < len(src); i++ {
+		b := src[i]
+		if !fastByteOK(b) {
+			return false
+		}
+		next := byte(0)
+		if i+1 < len(src) {
+			next = src[i+1]
+		}
+		switch state {
+		case quoted:
+			switch {
+			case b == '"':
+				state, last = code, b
+			case b == '\n':
+				return false
+			case b == '\\':
+				switch next {
+				case 'n', 'r', 't', '"', '\\':
+					i++
+				default:
+					return false
+				}
+			case (b == '$' || b == '%') && next == '{':
+				return false
+			}
+			continue
+		case lineComment:
+			if b == '\n' {
+				state, last = code, b
+			}
+			continue
+		case blockComment:
+			if b == '*' && next == '/' {
+				state = code
+				i++
+			}
+			continue
+		}
+		switch b {
+		case ' ', '\t':
+			continue
+		case '"':
+			state = quoted
+			continue
+		case '#':
+			state = lineComment
+			continue
+		case '/':
+			switch next {
+			case '/':
+				state = lineComment
+			case '*':
+				state = blockComment
+			default:
+				return false
+			}
+			i++
+			continue
+		case '[': // an index, unless it starts a value
+			if fastIdentStart(last) || fastDigit(last) || strings.IndexByte("-]}\"", last) >= 0 {
+				return false
+			}
+		case '-': // only inside a name
+			if i == 0 || !(fastIdentStart(src[i-1]) || fastDigit(src[i-1]) || src[i-1] == '-') {
+				return false
+			}
+		case '=':
+			if next == '=' || next == '>' {
+				return false
+			}
+		case ':':
+			if next == ':' {
+				return false
+			}
+		case '(', ')', '?', '!', '+', '*', '<', '>', '&', '|', '~', '^', ';', '\'', '`', '$', '%', '@', '\\':
+			return false
+		}
+		last = b
+	}
+	return true
+}
