@@ -50,7 +50,7 @@ test: test-images vet unit benchcheck fuzz
 
 bench: images build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state ./state/pgstate
-	$(GO) run ./scripts/benchplan -bin $(BIN)
+	$(GO) run ./scripts/benchplan -bin $(BIN) -profile 10
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
 	$(GO) run ./scripts/benchpool -bin $(BIN)
