@@ -70,12 +70,7 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 			}
 		}
 	} else {
-		for addr, in := range desired {
-			if in.OnDemand || !targeted(addr, opts.Targets) {
-				continue
-			}
-			p.Changes = append(p.Changes, Decide(in, snap.Records[addr], obs, opts))
-		}
+		p.Changes = decideAll(cfg.Instances, desired, snap, obs, opts)
 		for addr, rec := range snap.Records {
 			if !targeted(addr, opts.Targets) {
 				continue
@@ -95,6 +90,30 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 		}
 	}
 	return p, nil
+}
+
+// decideAll is Decide for every declared instance (the one desired holds
+// for its address), in the order of insts, on every core: each decision
+// reads only its instance and record.
+func decideAll(insts []*config.Instance, desired map[string]*config.Instance, snap *state.Snapshot, obs Observed, opts Options) []*Change {
+	decided := make([]*Change, len(insts))
+	inPieces(len(insts), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			in := insts[i]
+			addr := in.Addr.String()
+			if desired[addr] != in || in.OnDemand || !targeted(addr, opts.Targets) {
+				continue
+			}
+			decided[i] = Decide(in, snap.Records[addr], obs, opts)
+		}
+	})
+	out := decided[:0]
+	for _, c := range decided {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // sortChanges sorts by address, rendering each address once rather than

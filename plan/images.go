@@ -34,6 +34,34 @@ func ChooseImages(changes []*Change, prov *config.Provider) error {
 // ChooseImagesFor is ChooseImages where each change's runtime has its own
 // provider configuration (config.Config.ProviderFor).
 func ChooseImagesFor(changes []*Change, providerFor func(runtime string) *config.Provider) error {
+	// Pieces of the changes are chosen for on every core; each piece
+	// keeps its refusals and its first error, and they are joined in
+	// order, so the result is what one loop over the changes gives.
+	type piece struct {
+		refusals []ImageRefusal
+		err      error
+	}
+	pieces := make([]piece, len(changes))
+	inPieces(len(changes), func(lo, hi int) {
+		pieces[lo].refusals, pieces[lo].err = chooseImages(changes[lo:hi], providerFor)
+	})
+	var out []ImageRefusal
+	for _, pc := range pieces {
+		if pc.err != nil {
+			return pc.err
+		}
+		out = append(out, pc.refusals...)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Addr.String() < out[j].Addr.String() })
+	return &NoImageError{Refusals: out}
+}
+
+// chooseImages sets the images of changes, stopping at the first error
+// that is not a refusal.
+func chooseImages(changes []*Change, providerFor func(runtime string) *config.Provider) ([]ImageRefusal, error) {
 	var out []ImageRefusal
 	// Instances mostly share a few feature sets: each is looked up once.
 	type choice struct {
@@ -60,16 +88,12 @@ func ChooseImagesFor(changes []*Change, providerFor func(runtime string) *config
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("%s: %w", c.Addr, err)
+				return nil, fmt.Errorf("%s: %w", c.Addr, err)
 			}
 			c.After.Images[svc] = img.Ref
 		}
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Addr.String() < out[j].Addr.String() })
-	return &NoImageError{Refusals: out}
+	return out, nil
 }
 
 // NoImageError refuses a plan in which some instance needs features of a

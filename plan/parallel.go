@@ -1,0 +1,29 @@
+package plan
+
+import (
+	"runtime"
+	"sync"
+)
+
+// minParallel is how many items a loop needs before it is split over the
+// cores: below it, starting goroutines costs more than it saves.
+const minParallel = 512
+
+// inPieces calls f on consecutive ranges [lo, hi) covering [0, n), one
+// per core when n is large enough, and returns when all have returned.
+// The pieces are fixed by n and GOMAXPROCS, and each f writes only its
+// own indices, so results come out in the order a single loop gives.
+func inPieces(n int, f func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if n < minParallel || workers < 2 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	size := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += size {
+		hi := min(lo+size, n)
+		wg.Go(func() { f(lo, hi) })
+	}
+	wg.Wait()
+}
