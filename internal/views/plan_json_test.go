@@ -107,17 +107,31 @@ func TestPlanJSONRandom(t *testing.T) {
 		}
 		return sb
 	}
+	change := func() *plan.Change {
+		return &plan.Change{
+			Addr:    config.Address{Name: word(), Key: word(), HasKey: r.IntN(2) == 0},
+			Project: word(), Action: plan.Action(r.IntN(5)), Reason: plan.Reason(word()),
+			CarryData: r.IntN(3) == 0, Before: shape(), After: shape(),
+		}
+	}
+	// Plans large enough to be rendered in pieces on every core, of
+	// sizes that split evenly and not.
+	for _, n := range []int{minRenderPieces, minRenderPieces + 1, 3*minRenderPieces + 7} {
+		p := &plan.Plan{}
+		for range n {
+			p.Changes = append(p.Changes, change())
+		}
+		if diff := cmp.Diff(encoded(t, p), written(t, p)); diff != "" {
+			t.Fatalf("plan of %d changes: PlanJSON differs from encoding/json (-want +got):\n%s", n, diff)
+		}
+	}
 	for i := range 300 {
 		p := &plan.Plan{}
 		if r.IntN(3) == 0 {
 			p.Pools = []plan.PoolSummary{{Address: word(), Size: r.IntN(64), Ready: r.IntN(64)}}
 		}
 		for range r.IntN(4) {
-			p.Changes = append(p.Changes, &plan.Change{
-				Addr:    config.Address{Name: word(), Key: word(), HasKey: r.IntN(2) == 0},
-				Project: word(), Action: plan.Action(r.IntN(5)), Reason: plan.Reason(word()),
-				CarryData: r.IntN(3) == 0, Before: shape(), After: shape(),
-			})
+			p.Changes = append(p.Changes, change())
 		}
 		if diff := cmp.Diff(encoded(t, p), written(t, p)); diff != "" {
 			t.Fatalf("plan %d: PlanJSON differs from encoding/json (-want +got):\n%s", i, diff)

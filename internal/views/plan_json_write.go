@@ -2,10 +2,13 @@ package views
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
@@ -17,7 +20,8 @@ import (
 // of 1,000 sandboxes. Anything rare (an exposure, a string that needs
 // escaping) is handed to encoding/json itself.
 func writePlanJSON(w io.Writer, p *plan.Plan, version string) error {
-	jw := &jsonWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	jw := &jsonWriter{w: bw}
 	jw.raw("{\n  \"format_version\": \"1.0\",\n  \"sandboxer_version\": ")
 	jw.str(version)
 	jw.raw(",\n  \"resource_changes\": ")
@@ -25,12 +29,7 @@ func writePlanJSON(w io.Writer, p *plan.Plan, version string) error {
 		jw.raw("[]")
 	} else {
 		jw.raw("[")
-		for i, ch := range p.Changes {
-			if i > 0 {
-				jw.raw(",")
-			}
-			jw.change(ch)
-		}
+		jw.changes(p.Changes)
 		jw.raw("\n  ]")
 	}
 	s := p.Summary()
@@ -51,14 +50,61 @@ func writePlanJSON(w io.Writer, p *plan.Plan, version string) error {
 	if jw.err != nil {
 		return jw.err
 	}
-	return jw.w.Flush()
+	return bw.Flush()
+}
+
+// minRenderPieces is how many changes a plan needs before they are
+// rendered on every core: below it goroutines cost more than they save.
+const minRenderPieces = 1024
+
+// changes writes the resource_changes entries, comma-separated. A large
+// plan's are rendered in pieces on every core, each into its own buffer,
+// written in order: the bytes are the same.
+func (j *jsonWriter) changes(cs []*plan.Change) {
+	workers := runtime.GOMAXPROCS(0)
+	if len(cs) < minRenderPieces || workers < 2 {
+		for i, ch := range cs {
+			if i > 0 {
+				j.raw(",")
+			}
+			j.change(ch)
+		}
+		return
+	}
+	size := (len(cs) + workers - 1) / workers
+	pieces := make([]bytes.Buffer, (len(cs)+size-1)/size)
+	var wg sync.WaitGroup
+	for k := range pieces {
+		lo, hi := k*size, min((k+1)*size, len(cs))
+		wg.Go(func() {
+			pw := &jsonWriter{w: &pieces[k]}
+			for i, ch := range cs[lo:hi] {
+				if i > 0 || lo > 0 {
+					pw.raw(",")
+				}
+				pw.change(ch)
+			}
+		})
+	}
+	wg.Wait()
+	for k := range pieces {
+		if j.err == nil {
+			_, j.err = pieces[k].WriteTo(j.w)
+		}
+	}
 }
 
 // jsonWriter keeps the first error; later writes are no-ops.
 type jsonWriter struct {
-	w   *bufio.Writer
+	w   jsonSink
 	err error
 	num []byte
+}
+
+// jsonSink is a bufio.Writer, or a piece's bytes.Buffer.
+type jsonSink interface {
+	io.Writer
+	io.StringWriter
 }
 
 func (j *jsonWriter) raw(s string) {
