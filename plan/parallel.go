@@ -6,8 +6,9 @@ import (
 )
 
 // minParallel is how many items a loop needs before it is split over the
-// cores: below it, starting goroutines costs more than it saves.
-const minParallel = 512
+// cores: below it a second thread's allocations (its own spans of every
+// size) cost more memory than the milliseconds it saves are worth.
+const minParallel = 2048
 
 // inPieces calls f on consecutive ranges [lo, hi) covering [0, n), one
 // per core when n is large enough, and returns when all have returned.

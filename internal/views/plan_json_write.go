@@ -54,43 +54,43 @@ func writePlanJSON(w io.Writer, p *plan.Plan, version string) error {
 }
 
 // minRenderPieces is how many changes a plan needs before they are
-// rendered on every core: below it goroutines cost more than they save.
-const minRenderPieces = 1024
+// rendered on every core: below it a second thread's allocations cost
+// more memory than the milliseconds it saves are worth.
+const minRenderPieces = 2048
 
 // changes writes the resource_changes entries, comma-separated. A large
-// plan's are rendered in pieces on every core, each into its own buffer,
-// written in order: the bytes are the same.
+// plan's are rendered in pieces on every core: the first straight to the
+// output, the others each into a buffer of its own, written after it in
+// order. The bytes are the same.
 func (j *jsonWriter) changes(cs []*plan.Change) {
 	workers := runtime.GOMAXPROCS(0)
 	if len(cs) < minRenderPieces || workers < 2 {
-		for i, ch := range cs {
-			if i > 0 {
-				j.raw(",")
-			}
-			j.change(ch)
-		}
+		j.changeList(cs, false)
 		return
 	}
 	size := (len(cs) + workers - 1) / workers
-	pieces := make([]bytes.Buffer, (len(cs)+size-1)/size)
+	rest := make([]bytes.Buffer, (len(cs)-1)/size)
 	var wg sync.WaitGroup
-	for k := range pieces {
-		lo, hi := k*size, min((k+1)*size, len(cs))
-		wg.Go(func() {
-			pw := &jsonWriter{w: &pieces[k]}
-			for i, ch := range cs[lo:hi] {
-				if i > 0 || lo > 0 {
-					pw.raw(",")
-				}
-				pw.change(ch)
-			}
-		})
+	for k := range rest {
+		lo, hi := (k+1)*size, min((k+2)*size, len(cs))
+		wg.Go(func() { (&jsonWriter{w: &rest[k]}).changeList(cs[lo:hi], true) })
 	}
+	j.changeList(cs[:size], false)
 	wg.Wait()
-	for k := range pieces {
+	for k := range rest {
 		if j.err == nil {
-			_, j.err = pieces[k].WriteTo(j.w)
+			_, j.err = rest[k].WriteTo(j.w)
 		}
+	}
+}
+
+// changeList writes entries; continued says entries precede them.
+func (j *jsonWriter) changeList(cs []*plan.Change, continued bool) {
+	for i, ch := range cs {
+		if i > 0 || continued {
+			j.raw(",")
+		}
+		j.change(ch)
 	}
 }
 
