@@ -32,8 +32,14 @@ var sandboxBlockSchema = &hcl.BodySchema{
 // decodeSandboxes decodes every sandbox block into Config.Sandboxes and
 // expands them into Config.Instances, sorted by address.
 func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
+	return l.decodeSandboxesMemo(blocks, newSandboxMemo())
+}
+
+// decodeSandboxesMemo is decodeSandboxes with the given memo (nil: none,
+// every block decoded in full; sandbox_memo.go).
+func (l *loader) decodeSandboxesMemo(blocks hcl.Blocks, memo *sandboxMemo) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	pre := l.predecodeSandboxes(blocks)
+	pre := l.predecodeSandboxes(blocks, memo)
 	for i, b := range blocks {
 		if l.ev.ctx.Err() != nil {
 			break
@@ -53,7 +59,7 @@ func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
 		if pre != nil && pre[i] != nil {
 			sb, insts, more = pre[i].sb, pre[i].insts, pre[i].diags
 		} else {
-			sb, insts, more = l.decodeSandboxBlock(b)
+			sb, insts, more = l.decodeSandboxBlockMemo(b, memo)
 		}
 		diags = append(diags, more...)
 		l.cfg.Sandboxes[name] = sb
