@@ -59,7 +59,7 @@ func (l *loader) decodeSandboxesMemo(blocks hcl.Blocks, memo *sandboxMemo) hcl.D
 		if pre != nil && pre[i] != nil {
 			sb, insts, more = pre[i].sb, pre[i].insts, pre[i].diags
 		} else {
-			sb, insts, more = l.decodeSandboxBlockMemo(b, memo)
+			sb, insts, more = l.decodeSandboxBlockMemo(b, memo, false)
 		}
 		diags = append(diags, more...)
 		l.cfg.Sandboxes[name] = sb
@@ -197,7 +197,8 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 	if p != nil {
 		requested = p.Services // default: everything the project opts in
 	}
-	if attr, ok := content.Attributes["services"]; ok {
+	attr, custom := content.Attributes["services"]
+	if custom {
 		v, more := l.ev.eval(attr.Expr, sc)
 		diags = append(diags, more...)
 		items, ok, more := listItems(v, attr.Expr, "services")
@@ -274,12 +275,20 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 		return nil, diags
 	}
 	provision := p.Extensions.UnionOnly(override, p.Services)
-	services := SortedUnique(requested)
+	// Without a services argument an instance asks for every opted
+	// service: its sets are the project's, already sorted and unique, and
+	// provision.Only of them is provision itself. They are shared, read
+	// only, as the instances of a for_each block share theirs.
+	services, features := p.Services, provision
+	if custom {
+		services = SortedUnique(requested)
+		features = provision.Only(services)
+	}
 	return &Instance{
 		Addr:      addr,
 		Project:   p.Name,
 		Services:  services,
-		Features:  provision.Only(services),
+		Features:  features,
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  sb.OnDemand,

@@ -38,9 +38,10 @@ const maxMemoArgs = 16
 
 // decodeSandboxBlockMemo is decodeSandboxBlock, answered from memo when a
 // block with the same arguments decoded cleanly before. memo nil decodes.
-func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo) (*Sandbox, []*Instance, hcl.Diagnostics) {
+// literal says literalSandboxBlock(b) is known to hold.
+func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo, literal bool) (*Sandbox, []*Instance, hcl.Diagnostics) {
 	var buf [512]byte
-	key, ok := l.memoKey(b, buf[:0], memo)
+	key, ok := l.memoKey(b, buf[:0], memo, literal)
 	if !ok {
 		return l.decodeSandboxBlock(b)
 	}
@@ -60,13 +61,18 @@ func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo) (*Sandb
 }
 
 // renamed is d as block b's own: what decodeSandboxBlock sets from the
-// label and the declaration range, and nothing else, differs.
+// label and the declaration range, and nothing else, differs. The sandbox,
+// the instance and the list holding it are one allocation.
 func renamed(d decodedSandbox, b *hcl.Block) (*Sandbox, []*Instance, hcl.Diagnostics) {
-	sb := *d.sb
-	sb.Name, sb.DeclRange = b.Labels[0], b.DefRange
-	inst := *d.insts[0]
-	inst.Addr, inst.DeclRange = Address{Name: sb.Name}, b.DefRange
-	return &sb, []*Instance{&inst}, nil
+	out := &struct {
+		sb    Sandbox
+		inst  Instance
+		insts [1]*Instance
+	}{sb: *d.sb, inst: *d.insts[0]}
+	out.sb.Name, out.sb.DeclRange = b.Labels[0], b.DefRange
+	out.inst.Addr, out.inst.DeclRange = Address{Name: out.sb.Name}, b.DefRange
+	out.insts[0] = &out.inst
+	return &out.sb, out.insts[:], nil
 }
 
 // memoKey appends to buf the arguments of a block that may be memoised,
@@ -76,12 +82,12 @@ func renamed(d decodedSandbox, b *hcl.Block) (*Sandbox, []*Instance, hcl.Diagnos
 // decodes with the block's name in its messages), one that is not a
 // literal block, one reading seed files (their digest is taken as read),
 // or while evaluation is stopping (decodeSandboxBlock then returns early).
-func (l *loader) memoKey(b *hcl.Block, buf []byte, memo *sandboxMemo) ([]byte, bool) {
+func (l *loader) memoKey(b *hcl.Block, buf []byte, memo *sandboxMemo, literal bool) ([]byte, bool) {
 	if memo == nil || !l.ev.settled || l.ev.ctx.Err() != nil {
 		return nil, false
 	}
 	body, ok := b.Body.(*hclsyntax.Body)
-	if !ok || len(body.Blocks) > 0 || len(body.Attributes) > maxMemoArgs || !literalSandboxBlock(b) {
+	if !ok || len(body.Blocks) > 0 || len(body.Attributes) > maxMemoArgs || !literal && !literalSandboxBlock(b) {
 		return nil, false
 	}
 	if _, seeds := body.Attributes["seed_sql"]; seeds {

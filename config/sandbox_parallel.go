@@ -57,7 +57,7 @@ func (l *loader) predecodeSandboxes(blocks hcl.Blocks, memo *sandboxMemo) []*dec
 					return
 				}
 				i := eligible[j]
-				sb, insts, diags := l.decodeSandboxBlockMemo(blocks[i], memo)
+				sb, insts, diags := l.decodeSandboxBlockMemo(blocks[i], memo, true)
 				out[i] = &decodedSandbox{sb: sb, insts: insts, diags: diags}
 			}
 		})
