@@ -72,7 +72,9 @@ func (l *loader) decodeSandboxesMemo(blocks hcl.Blocks, memo *sandboxMemo) hcl.D
 // decodeSandboxBlock decodes one sandbox block and its instances: one per
 // for_each key, or one at sandbox.NAME. An on_demand block yields its
 // template instance at sandbox.NAME; request makes the keyed ones.
-func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Diagnostics) {
+//
+// memo (nil: none) holds what earlier blocks decoded (sandbox_memo.go).
+func (l *loader) decodeSandboxBlock(b *hcl.Block, memo *sandboxMemo) (*Sandbox, []*Instance, hcl.Diagnostics) {
 	sb := &Sandbox{Name: b.Labels[0], DeclRange: b.DefRange}
 	content, diags := blockContent(b.Body, sandboxBlockSchema)
 
@@ -135,7 +137,7 @@ func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Di
 			each := cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k.key), "value": k.value})
 			sc.each = &each
 		}
-		inst, more := l.decodeInstance(sb, p, checkOptIn, content, addr, sc)
+		inst, more := l.decodeInstance(sb, p, checkOptIn, content, addr, sc, memo)
 		diags = append(diags, more...)
 		if inst != nil {
 			insts = append(insts, inst)
@@ -190,7 +192,7 @@ func (l *loader) projectRef(expr hcl.Expression) (*Project, hcl.Diagnostics) {
 // decodeInstance evaluates the per-instance arguments and computes the
 // effective sets. p is nil when the project is missing: the arguments are
 // still checked, but no instance is produced.
-func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, content *hcl.BodyContent, addr Address, sc scope) (*Instance, hcl.Diagnostics) {
+func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, content *hcl.BodyContent, addr Address, sc scope, memo *sandboxMemo) (*Instance, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	owner := "sandbox." + sb.Name
 	var requested []string
@@ -226,15 +228,22 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 			requested = append(requested, it.Value)
 		}
 	}
+	// The provision set follows from the project and the extensions
+	// alone; a memo may hold it from an earlier block (sandbox_memo.go).
 	override := FeatureSet{}
-	if attr, ok := content.Attributes["extensions"]; ok {
+	extAttr, hasExt := content.Attributes["extensions"]
+	var keyBuf [128]byte
+	setsKey, memoSets := l.setsKey(keyBuf[:0], memo, p, checkOptIn, extAttr)
+	provision, hit := memo.sets(setsKey, memoSets)
+	if !hit && hasExt {
 		check := p
 		if !checkOptIn {
 			check = nil
 		}
-		fs, more := l.extensionsValue(attr.Expr, sc, check, owner)
+		fs, more := l.extensionsValue(extAttr.Expr, sc, check, owner)
 		diags = append(diags, more...)
 		override = fs
+		memoSets = memoSets && len(more) == 0
 	}
 	var ttl time.Duration
 	if attr, ok := content.Attributes["ttl"]; ok {
@@ -274,7 +283,10 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 	if p == nil {
 		return nil, diags
 	}
-	provision := p.Extensions.UnionOnly(override, p.Services)
+	if !hit {
+		provision = p.Extensions.UnionOnly(override, p.Services)
+		memo.storeSets(setsKey, memoSets, provision)
+	}
 	// Without a services argument an instance asks for every opted
 	// service: its sets are the project's, already sorted and unique, and
 	// provision.Only of them is provision itself. They are shared, read

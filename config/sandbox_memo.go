@@ -26,10 +26,13 @@ import (
 type sandboxMemo struct {
 	mu sync.Mutex
 	m  map[string]decodedSandbox
+	// provision holds, by setsKey, an instance's provision set: blocks
+	// whose arguments differ often still share a project and extensions.
+	provision map[string]FeatureSet
 }
 
 func newSandboxMemo() *sandboxMemo {
-	return &sandboxMemo{m: map[string]decodedSandbox{}}
+	return &sandboxMemo{m: map[string]decodedSandbox{}, provision: map[string]FeatureSet{}}
 }
 
 // maxMemoArgs bounds the arguments of a memoised block (the sandbox
@@ -43,7 +46,7 @@ func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo, literal
 	var buf [512]byte
 	key, ok := l.memoKey(b, buf[:0], memo, literal)
 	if !ok {
-		return l.decodeSandboxBlock(b)
+		return l.decodeSandboxBlock(b, memo)
 	}
 	memo.mu.Lock()
 	d, hit := memo.m[string(key)]
@@ -51,7 +54,7 @@ func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo, literal
 	if hit {
 		return renamed(d, b)
 	}
-	sb, insts, diags := l.decodeSandboxBlock(b)
+	sb, insts, diags := l.decodeSandboxBlock(b, memo)
 	if len(diags) == 0 && len(insts) == 1 && l.ev.ctx.Err() == nil {
 		memo.mu.Lock()
 		memo.m[string(key)] = decodedSandbox{sb: sb, insts: insts}
@@ -122,4 +125,54 @@ func (l *loader) sourceText(r hcl.Range) ([]byte, bool) {
 		return nil, false
 	}
 	return src[r.Start.Byte:r.End.Byte], true
+}
+
+// setsKey appends to buf what an instance's provision set follows from:
+// its project (and whether its opted set is checked) and the source text
+// of its extensions argument (nil: none). ok is false without a memo or a
+// project, or when the argument is not a literal (its value could depend
+// on each).
+func (l *loader) setsKey(buf []byte, memo *sandboxMemo, p *Project, checkOptIn bool, ext *hcl.Attribute) ([]byte, bool) {
+	if memo == nil || p == nil || !l.ev.settled {
+		return nil, false
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(p.Name)))
+	buf = append(buf, p.Name...)
+	if checkOptIn {
+		buf = append(buf, 1)
+	} else {
+		buf = append(buf, 0)
+	}
+	if ext == nil {
+		return append(buf, 0), true
+	}
+	text, ok := l.sourceText(ext.Expr.Range())
+	if !ok || !isLiteral(ext.Expr) {
+		return nil, false
+	}
+	buf = append(buf, 1)
+	return append(buf, text...), true
+}
+
+// sets is the provision set stored under key; hit is false when there is
+// none or ok is false (the key is not one).
+func (m *sandboxMemo) sets(key []byte, ok bool) (provision FeatureSet, hit bool) {
+	if !ok {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	provision, hit = m.provision[string(key)]
+	return provision, hit
+}
+
+// storeSets keeps provision under key when ok: the extensions decoded
+// with no diagnostics (theirs hold the block's ranges and name).
+func (m *sandboxMemo) storeSets(key []byte, ok bool, provision FeatureSet) {
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.provision[string(key)] = provision
 }
