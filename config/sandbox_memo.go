@@ -25,14 +25,22 @@ import (
 // safe for the workers of predecodeSandboxes.
 type sandboxMemo struct {
 	mu sync.Mutex
-	m  map[string]decodedSandbox
+	m  map[string]memoEntry
 	// provision holds, by setsKey, an instance's provision set: blocks
 	// whose arguments differ often still share a project and extensions.
 	provision map[string]FeatureSet
 }
 
+// memoEntry is a memoised block's sandbox and its one instance (rather
+// than a decodedSandbox: the map holds every block of a configuration
+// with no two alike, and its slots are a third the size).
+type memoEntry struct {
+	sb   *Sandbox
+	inst *Instance
+}
+
 func newSandboxMemo() *sandboxMemo {
-	return &sandboxMemo{m: map[string]decodedSandbox{}, provision: map[string]FeatureSet{}}
+	return &sandboxMemo{m: map[string]memoEntry{}, provision: map[string]FeatureSet{}}
 }
 
 // maxMemoArgs bounds the arguments of a memoised block (the sandbox
@@ -57,7 +65,7 @@ func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo, literal
 	sb, insts, diags := l.decodeSandboxBlock(b, memo)
 	if len(diags) == 0 && len(insts) == 1 && l.ev.ctx.Err() == nil {
 		memo.mu.Lock()
-		memo.m[string(key)] = decodedSandbox{sb: sb, insts: insts}
+		memo.m[string(key)] = memoEntry{sb: sb, inst: insts[0]}
 		memo.mu.Unlock()
 	}
 	return sb, insts, diags
@@ -66,12 +74,12 @@ func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo, literal
 // renamed is d as block b's own: what decodeSandboxBlock sets from the
 // label and the declaration range, and nothing else, differs. The sandbox,
 // the instance and the list holding it are one allocation.
-func renamed(d decodedSandbox, b *hcl.Block) (*Sandbox, []*Instance, hcl.Diagnostics) {
+func renamed(d memoEntry, b *hcl.Block) (*Sandbox, []*Instance, hcl.Diagnostics) {
 	out := &struct {
 		sb    Sandbox
 		inst  Instance
 		insts [1]*Instance
-	}{sb: *d.sb, inst: *d.insts[0]}
+	}{sb: *d.sb, inst: *d.inst}
 	out.sb.Name, out.sb.DeclRange = b.Labels[0], b.DefRange
 	out.inst.Addr, out.inst.DeclRange = Address{Name: out.sb.Name}, b.DefRange
 	out.insts[0] = &out.inst
