@@ -39,15 +39,39 @@ func (f FeatureSet) Union(o FeatureSet) FeatureSet {
 }
 
 // UnionOnly is f.Union(o).Only(services), without the intermediate set.
+// A list that is the whole union, already sorted and unique and not nil
+// (a project's standing list that the sandbox does not add to), is shared
+// rather than copied: the sets of instances are read only.
 func (f FeatureSet) UnionOnly(o FeatureSet, services []string) FeatureSet {
 	out := make(FeatureSet, len(services))
 	for _, svc := range services {
+		if own, ok := soleList(f[svc], o[svc]); ok {
+			out[svc] = own
+			continue
+		}
 		feats := make([]string, 0, len(f[svc])+len(o[svc]))
 		feats = append(append(feats, f[svc]...), o[svc]...)
 		sort.Strings(feats)
 		out[svc] = slices.Compact(feats)
 	}
 	return out
+}
+
+// soleList is the one of a and b that is not empty, when the other is and
+// it is sorted, unique and not nil: their union, as it is.
+func soleList(a, b []string) ([]string, bool) {
+	if len(a) == 0 {
+		a, b = b, a
+	}
+	if len(b) != 0 || a == nil {
+		return nil, false
+	}
+	for i := 1; i < len(a); i++ {
+		if a[i-1] >= a[i] {
+			return nil, false
+		}
+	}
+	return a, true
 }
 
 // Only returns the subset of f for the given services; services missing

@@ -30,6 +30,7 @@ func TestUnionOnly(t *testing.T) {
 		}
 		return fs
 	}
+	shared := 0
 	for i := range 500 {
 		f, o := set(), set()
 		var services []string
@@ -39,8 +40,22 @@ func TestUnionOnly(t *testing.T) {
 			}
 		}
 		want := f.Union(o).Only(services)
-		if got := f.UnionOnly(o, services); !reflect.DeepEqual(got, want) {
+		got := f.UnionOnly(o, services)
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("case %d: %v.UnionOnly(%v, %v) = %v, want %v", i, f, o, services, got, want)
 		}
+		// decodeInstance uses the set itself for its Only of the same
+		// (sorted) services.
+		if only := got.Only(services); !reflect.DeepEqual(only, got) {
+			t.Fatalf("case %d: %v.Only(%v) = %v, not the set", i, got, services, only)
+		}
+		for _, svc := range services {
+			if _, ok := soleList(f[svc], o[svc]); ok {
+				shared++
+			}
+		}
+	}
+	if shared < 50 {
+		t.Fatalf("only %d lists were shared; both paths must be taken", shared)
 	}
 }

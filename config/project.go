@@ -139,7 +139,7 @@ func (l *loader) extensionsValue(expr hcl.Expression, sc scope, p *Project, owne
 }
 
 func (l *loader) checkFeatures(entries []featureEntry, p *Project, owner string, diags hcl.Diagnostics) (FeatureSet, hcl.Diagnostics) {
-	fs := FeatureSet{}
+	fs := make(FeatureSet, len(entries))
 	for _, it := range entries {
 		if err := l.cat.CheckService(it.Key); err != nil {
 			diags = append(diags, catalogDiag(err, it.KeyRange))
@@ -154,14 +154,15 @@ func (l *loader) checkFeatures(entries []featureEntry, p *Project, owner string,
 		}
 		feats, more := it.features()
 		diags = append(diags, more...)
-		fs[it.Key] = []string{}
+		list := make([]string, 0, len(feats))
 		for _, f := range feats {
 			if err := l.cat.CheckFeature(it.Key, f.Value); err != nil {
 				diags = append(diags, catalogDiag(err, f.Range))
 				continue
 			}
-			fs[it.Key] = append(fs[it.Key], f.Value)
+			list = append(list, f.Value)
 		}
+		fs[it.Key] = list
 	}
 	// Normalize in place: the lists are this function's own.
 	for svc, feats := range fs {

@@ -32,8 +32,14 @@ var sandboxBlockSchema = &hcl.BodySchema{
 // decodeSandboxes decodes every sandbox block into Config.Sandboxes and
 // expands them into Config.Instances, sorted by address.
 func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
+	return l.decodeSandboxesMemo(blocks, newSandboxMemo())
+}
+
+// decodeSandboxesMemo is decodeSandboxes with the given memo (nil: none,
+// every block decoded in full; sandbox_memo.go).
+func (l *loader) decodeSandboxesMemo(blocks hcl.Blocks, memo *sandboxMemo) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	pre := l.predecodeSandboxes(blocks)
+	pre := l.predecodeSandboxes(blocks, memo)
 	for i, b := range blocks {
 		if l.ev.ctx.Err() != nil {
 			break
@@ -53,7 +59,7 @@ func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
 		if pre != nil && pre[i] != nil {
 			sb, insts, more = pre[i].sb, pre[i].insts, pre[i].diags
 		} else {
-			sb, insts, more = l.decodeSandboxBlock(b)
+			sb, insts, more = l.decodeSandboxBlockMemo(b, memo, false)
 		}
 		diags = append(diags, more...)
 		l.cfg.Sandboxes[name] = sb
@@ -66,7 +72,9 @@ func (l *loader) decodeSandboxes(blocks hcl.Blocks) hcl.Diagnostics {
 // decodeSandboxBlock decodes one sandbox block and its instances: one per
 // for_each key, or one at sandbox.NAME. An on_demand block yields its
 // template instance at sandbox.NAME; request makes the keyed ones.
-func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Diagnostics) {
+//
+// memo (nil: none) holds what earlier blocks decoded (sandbox_memo.go).
+func (l *loader) decodeSandboxBlock(b *hcl.Block, memo *sandboxMemo) (*Sandbox, []*Instance, hcl.Diagnostics) {
 	sb := &Sandbox{Name: b.Labels[0], DeclRange: b.DefRange}
 	content, diags := blockContent(b.Body, sandboxBlockSchema)
 
@@ -129,7 +137,7 @@ func (l *loader) decodeSandboxBlock(b *hcl.Block) (*Sandbox, []*Instance, hcl.Di
 			each := cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(k.key), "value": k.value})
 			sc.each = &each
 		}
-		inst, more := l.decodeInstance(sb, p, checkOptIn, content, addr, sc)
+		inst, more := l.decodeInstance(sb, p, checkOptIn, content, addr, sc, memo)
 		diags = append(diags, more...)
 		if inst != nil {
 			insts = append(insts, inst)
@@ -184,14 +192,15 @@ func (l *loader) projectRef(expr hcl.Expression) (*Project, hcl.Diagnostics) {
 // decodeInstance evaluates the per-instance arguments and computes the
 // effective sets. p is nil when the project is missing: the arguments are
 // still checked, but no instance is produced.
-func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, content *hcl.BodyContent, addr Address, sc scope) (*Instance, hcl.Diagnostics) {
+func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, content *hcl.BodyContent, addr Address, sc scope, memo *sandboxMemo) (*Instance, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	owner := "sandbox." + sb.Name
 	var requested []string
 	if p != nil {
 		requested = p.Services // default: everything the project opts in
 	}
-	if attr, ok := content.Attributes["services"]; ok {
+	attr, custom := content.Attributes["services"]
+	if custom {
 		v, more := l.ev.eval(attr.Expr, sc)
 		diags = append(diags, more...)
 		items, ok, more := listItems(v, attr.Expr, "services")
@@ -219,15 +228,22 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 			requested = append(requested, it.Value)
 		}
 	}
+	// The provision set follows from the project and the extensions
+	// alone; a memo may hold it from an earlier block (sandbox_memo.go).
 	override := FeatureSet{}
-	if attr, ok := content.Attributes["extensions"]; ok {
+	extAttr, hasExt := content.Attributes["extensions"]
+	var keyBuf [128]byte
+	setsKey, memoSets := l.setsKey(keyBuf[:0], memo, p, checkOptIn, extAttr)
+	provision, hit := memo.sets(setsKey, memoSets)
+	if !hit && hasExt {
 		check := p
 		if !checkOptIn {
 			check = nil
 		}
-		fs, more := l.extensionsValue(attr.Expr, sc, check, owner)
+		fs, more := l.extensionsValue(extAttr.Expr, sc, check, owner)
 		diags = append(diags, more...)
 		override = fs
+		memoSets = memoSets && len(more) == 0
 	}
 	var ttl time.Duration
 	if attr, ok := content.Attributes["ttl"]; ok {
@@ -267,13 +283,24 @@ func (l *loader) decodeInstance(sb *Sandbox, p *Project, checkOptIn bool, conten
 	if p == nil {
 		return nil, diags
 	}
-	provision := p.Extensions.UnionOnly(override, p.Services)
-	services := SortedUnique(requested)
+	if !hit {
+		provision = p.Extensions.UnionOnly(override, p.Services)
+		memo.storeSets(setsKey, memoSets, provision)
+	}
+	// Without a services argument an instance asks for every opted
+	// service: its sets are the project's, already sorted and unique, and
+	// provision.Only of them is provision itself. They are shared, read
+	// only, as the instances of a for_each block share theirs.
+	services, features := p.Services, provision
+	if custom {
+		services = SortedUnique(requested)
+		features = provision.Only(services)
+	}
 	return &Instance{
 		Addr:      addr,
 		Project:   p.Name,
 		Services:  services,
-		Features:  provision.Only(services),
+		Features:  features,
 		Provision: provision,
 		TTL:       ttl,
 		OnDemand:  sb.OnDemand,

@@ -29,7 +29,7 @@ type decodedSandbox struct {
 // as before, using a result where there is one, so names, duplicates,
 // diagnostics and instances come out exactly as a sequential decode
 // makes them. nil when there are too few such blocks.
-func (l *loader) predecodeSandboxes(blocks hcl.Blocks) []*decodedSandbox {
+func (l *loader) predecodeSandboxes(blocks hcl.Blocks, memo *sandboxMemo) []*decodedSandbox {
 	workers := runtime.GOMAXPROCS(0)
 	if !l.ev.settled || workers < 2 || len(blocks) < minParallelBlocks {
 		return nil
@@ -57,7 +57,7 @@ func (l *loader) predecodeSandboxes(blocks hcl.Blocks) []*decodedSandbox {
 					return
 				}
 				i := eligible[j]
-				sb, insts, diags := l.decodeSandboxBlock(blocks[i])
+				sb, insts, diags := l.decodeSandboxBlockMemo(blocks[i], memo, true)
 				out[i] = &decodedSandbox{sb: sb, insts: insts, diags: diags}
 			}
 		})
