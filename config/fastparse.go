@@ -30,10 +30,10 @@ import (
 // function, so that each can be checked against the one it copies; the
 // differential tests and FuzzFastParse compare the two on every input.
 func fastParseConfig(src []byte, filename string, start hcl.Pos) (*hclsyntax.Body, bool) {
-	if !fastPlausible(src) {
+	if !fastPlausible(src) { // which checks every byte
 		return nil, false
 	}
-	return fastParse(src, filename, start)
+	return fastParseChecked(src, filename, start)
 }
 
 // fastParse is fastParseConfig without the quick look first: the tests
@@ -44,6 +44,11 @@ func fastParse(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body
 			return nil, false
 		}
 	}
+	return fastParseChecked(src, filename, start)
+}
+
+// fastParseChecked is fastParse of a src whose bytes are all fastByteOK.
+func fastParseChecked(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, stop := r.(fastStop); !stop {
@@ -57,25 +62,40 @@ func fastParse(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body
 		cur:       fastCursor{off: 0, line: start.Line, lineStart: 1 - start.Column},
 	}
 	// At the start of the file hcl's "previous token" is the next one.
-	return p.body(fastEOF, p.peek(true).rng), true
+	return p.body(fastEOF, p.rng(p.peek(true))), true
 }
 
 // fastParser reads fastLexer's tokens as hclsyntax's parser reads its
-// peeker's: peek and read say whether newlines count, prev is the range
-// of the last token read (the peeker's PrevRange).
+// peeker's: peek and read say whether newlines count, prev is the last
+// token read (whose range is the peeker's PrevRange).
 type fastParser struct {
 	fastLexer
 	cur  fastCursor
-	prev hcl.Range
+	prev fastTok
 
-	// The last peek, which the next read of the same mode takes.
+	// The last peek, which the next read takes if it would scan the same
+	// token in its mode (aheadFits).
 	ahead   fastTok
 	aheadNL bool
 	aheadOK bool
 }
 
+// aheadFits says whether the last peek is the token a scan in mode nl
+// would return: a token scanned with newlines that is no newline is the
+// same without them, and one scanned without them is the same with them
+// when no newline was skipped before it.
+func (p *fastParser) aheadFits(nl bool) bool {
+	if p.aheadNL == nl {
+		return true
+	}
+	if nl {
+		return !p.ahead.crossedNL
+	}
+	return p.ahead.kind != fastNewline
+}
+
 func (p *fastParser) peek(nl bool) fastTok {
-	if !p.aheadOK || p.aheadNL != nl {
+	if !p.aheadOK || !p.aheadFits(nl) {
 		p.ahead, p.aheadNL, p.aheadOK = p.scan(p.cur, nl), nl, true
 	}
 	return p.ahead
@@ -83,7 +103,7 @@ func (p *fastParser) peek(nl bool) fastTok {
 
 func (p *fastParser) read(nl bool) fastTok {
 	t := p.peek(nl)
-	p.cur, p.prev, p.aheadOK = t.after, t.rng, false
+	p.cur, p.prev, p.aheadOK = t.after(), t, false
 	return t
 }
 
@@ -99,11 +119,12 @@ func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
 		switch next.kind {
 		case end:
 			p.read(true)
+			r := p.rng(next)
 			return &hclsyntax.Body{
 				Attributes: attrs,
 				Blocks:     blocks,
-				SrcRange:   hcl.RangeBetween(startRange, next.rng),
-				EndRange:   hcl.Range{Filename: next.rng.Filename, Start: next.rng.End, End: next.rng.End},
+				SrcRange:   hcl.RangeBetween(startRange, r),
+				EndRange:   hcl.Range{Filename: r.Filename, Start: r.End, End: r.End},
 			}
 		case fastNewline:
 			p.read(true)
@@ -131,7 +152,7 @@ func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
 func (p *fastParser) attribute(ident fastTok, singleLine bool) *hclsyntax.Attribute {
 	eq := p.read(true)
 	expr := p.expression(true)
-	endRange := p.prev
+	endRange := p.rng(p.prev)
 	if !singleLine {
 		switch p.peek(true).kind {
 		case fastNewline:
@@ -144,9 +165,9 @@ func (p *fastParser) attribute(ident fastTok, singleLine bool) *hclsyntax.Attrib
 	return &hclsyntax.Attribute{
 		Name:        p.text(ident),
 		Expr:        expr,
-		SrcRange:    hcl.RangeBetween(ident.rng, endRange),
-		NameRange:   ident.rng,
-		EqualsRange: eq.rng,
+		SrcRange:    hcl.RangeBetween(p.rng(ident), endRange),
+		NameRange:   p.rng(ident),
+		EqualsRange: p.rng(eq),
 	}
 }
 
@@ -163,12 +184,12 @@ labels:
 			break labels
 		case fastString:
 			p.read(true)
-			labels = append(labels, t.str)
-			labelRanges = append(labelRanges, t.rng)
+			labels = append(labels, p.strVal(t))
+			labelRanges = append(labelRanges, p.rng(t))
 		case fastIdent:
 			p.read(true)
 			labels = append(labels, p.text(t))
-			labelRanges = append(labelRanges, t.rng)
+			labelRanges = append(labelRanges, p.rng(t))
 		default:
 			fastFail()
 		}
@@ -176,7 +197,7 @@ labels:
 	var body *hclsyntax.Body
 	switch p.peek(true).kind {
 	case fastNewline, fastEOF, fastCBrace:
-		body = p.body(fastCBrace, open.rng)
+		body = p.body(fastCBrace, p.rng(open))
 	default:
 		body = p.singleAttrBody()
 		if p.peek(true).kind != fastCBrace {
@@ -184,7 +205,7 @@ labels:
 		}
 		p.read(true)
 	}
-	closeRange := p.prev
+	closeRange := p.rng(p.prev)
 	switch p.peek(true).kind {
 	case fastNewline, fastEOF:
 		p.read(true)
@@ -195,9 +216,9 @@ labels:
 		Type:            p.text(ident),
 		Labels:          labels,
 		Body:            body,
-		TypeRange:       ident.rng,
+		TypeRange:       p.rng(ident),
 		LabelRanges:     labelRanges,
-		OpenBraceRange:  open.rng,
+		OpenBraceRange:  p.rng(open),
 		CloseBraceRange: closeRange,
 	}
 }
@@ -230,32 +251,36 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 		if err != nil {
 			fastFail()
 		}
-		expr = &hclsyntax.LiteralValueExpr{Val: v, SrcRange: t.rng}
+		expr = &hclsyntax.LiteralValueExpr{Val: v, SrcRange: p.rng(t)}
 	case fastIdent:
 		p.read(nl)
 		switch name := p.text(t); name {
 		case "true":
-			expr = &hclsyntax.LiteralValueExpr{Val: cty.True, SrcRange: t.rng}
+			expr = &hclsyntax.LiteralValueExpr{Val: cty.True, SrcRange: p.rng(t)}
 		case "false":
-			expr = &hclsyntax.LiteralValueExpr{Val: cty.False, SrcRange: t.rng}
+			expr = &hclsyntax.LiteralValueExpr{Val: cty.False, SrcRange: p.rng(t)}
 		case "null":
-			expr = &hclsyntax.LiteralValueExpr{Val: cty.NullVal(cty.DynamicPseudoType), SrcRange: t.rng}
+			expr = &hclsyntax.LiteralValueExpr{Val: cty.NullVal(cty.DynamicPseudoType), SrcRange: p.rng(t)}
 		default:
 			// One allocation for the expression and room for three steps.
 			n := &struct {
 				expr  hclsyntax.ScopeTraversalExpr
 				steps [3]hcl.Traverser
 			}{}
-			n.steps[0] = hcl.TraverseRoot{Name: name, SrcRange: t.rng}
-			n.expr = hclsyntax.ScopeTraversalExpr{Traversal: n.steps[:1], SrcRange: t.rng}
+			r := p.rng(t)
+			n.steps[0] = hcl.TraverseRoot{Name: name, SrcRange: r}
+			n.expr = hclsyntax.ScopeTraversalExpr{Traversal: n.steps[:1], SrcRange: r}
 			return p.traversal(nl, &n.expr)
 		}
 	case fastString:
 		p.read(nl)
-		part := t.inner
+		part := p.inner(t)
 		if part.Start.Byte == part.End.Byte {
 			// hcl places the part of "" after the closing quote.
-			part.Start, part.End = t.rng.End, t.rng.End
+			part.Start = part.End
+			part.Start.Column++
+			part.Start.Byte++
+			part.End = part.Start
 		}
 		// One allocation for the template, its part and the slice of it.
 		n := &struct {
@@ -263,9 +288,9 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 			lit   hclsyntax.LiteralValueExpr
 			parts [1]hclsyntax.Expression
 		}{}
-		n.lit = hclsyntax.LiteralValueExpr{Val: cty.StringVal(t.str), SrcRange: part}
+		n.lit = hclsyntax.LiteralValueExpr{Val: cty.StringVal(p.strVal(t)), SrcRange: part}
 		n.parts[0] = &n.lit
-		n.tmpl = hclsyntax.TemplateExpr{Parts: n.parts[:], SrcRange: t.rng}
+		n.tmpl = hclsyntax.TemplateExpr{Parts: n.parts[:], SrcRange: p.rng(t)}
 		expr = &n.tmpl
 	case fastOBrack:
 		expr = p.tuple(nl)
@@ -290,7 +315,7 @@ func (p *fastParser) traversal(nl bool, expr *hclsyntax.ScopeTraversalExpr) hcls
 			fastFail()
 		}
 		p.read(nl)
-		rng := hcl.RangeBetween(dot.rng, name.rng)
+		rng := hcl.RangeBetween(p.rng(dot), p.rng(name))
 		expr.Traversal = append(expr.Traversal, hcl.TraverseAttr{Name: p.text(name), SrcRange: rng})
 		expr.SrcRange = hcl.RangeBetween(expr.SrcRange, rng)
 	}
@@ -309,6 +334,7 @@ func (p *fastParser) isFor() bool {
 // tuple is parseTupleCons; newlines do not count inside the brackets.
 func (p *fastParser) tuple(nl bool) hclsyntax.Expression {
 	open := p.read(nl)
+	openRange := p.rng(open)
 	if p.isFor() {
 		fastFail()
 	}
@@ -332,14 +358,15 @@ func (p *fastParser) tuple(nl bool) hclsyntax.Expression {
 	}
 	return &hclsyntax.TupleConsExpr{
 		Exprs:     exprs,
-		SrcRange:  hcl.RangeBetween(open.rng, close.rng),
-		OpenRange: open.rng,
+		SrcRange:  hcl.RangeBetween(openRange, p.rng(close)),
+		OpenRange: openRange,
 	}
 }
 
 // object is parseObjectCons; newlines separate items inside the braces.
 func (p *fastParser) object(nl bool) hclsyntax.Expression {
 	open := p.read(nl)
+	openRange := p.rng(open)
 	if p.isFor() {
 		fastFail()
 	}
@@ -376,7 +403,7 @@ func (p *fastParser) object(nl bool) hclsyntax.Expression {
 	}
 	return &hclsyntax.ObjectConsExpr{
 		Items:     items,
-		SrcRange:  hcl.RangeBetween(open.rng, close.rng),
-		OpenRange: open.rng,
+		SrcRange:  hcl.RangeBetween(openRange, p.rng(close)),
+		OpenRange: openRange,
 	}
 }

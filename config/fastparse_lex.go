@@ -38,16 +38,26 @@ type fastCursor struct {
 	off, line, lineStart int
 }
 
+// fastTok holds no pointers and no ranges: the parser copies tokens on
+// every peek and read, and builds a token's hcl.Range only when the AST
+// keeps it (fastLexer.rng).
 type fastTok struct {
-	kind       fastKind
-	start, end int // offsets of the token's bytes
-	rng        hcl.Range
-	after      fastCursor
+	kind fastKind
+	// escaped: a fastString whose value differs from its source (an
+	// escape); crossedNL: scanned without newlines, it skipped one, so a
+	// scan with newlines would have stopped there.
+	escaped, crossedNL bool
+	start, end         int // offsets of the token's bytes
+	line, lineStart    int // the line the token starts on, as in fastCursor
+}
 
-	// A fastString's value with escapes resolved, and the range of the
-	// characters between its quotes.
-	str   string
-	inner hcl.Range
+// after is the cursor past t: a newline token ends at the start of the
+// next line.
+func (t *fastTok) after() fastCursor {
+	if t.kind == fastNewline {
+		return fastCursor{off: t.end, line: t.line + 1, lineStart: t.end}
+	}
+	return fastCursor{off: t.end, line: t.line, lineStart: t.lineStart}
 }
 
 // fastStop is the panic that ends a fast parse; fastParseConfig turns it
@@ -63,8 +73,48 @@ type fastLexer struct {
 	base     int // start.Byte: the offset of src in its file
 }
 
-func (l *fastLexer) pos(c fastCursor, off int) hcl.Pos {
-	return hcl.Pos{Line: c.line, Column: off - c.lineStart + 1, Byte: l.base + off}
+func (l *fastLexer) pos(line, lineStart, off int) hcl.Pos {
+	return hcl.Pos{Line: line, Column: off - lineStart + 1, Byte: l.base + off}
+}
+
+// rng is the token's range as hcl's token has it.
+func (l *fastLexer) rng(t fastTok) hcl.Range {
+	end := hcl.Pos{Line: t.line, Column: t.end - t.lineStart + 1, Byte: l.base + t.end}
+	if t.kind == fastNewline {
+		end = hcl.Pos{Line: t.line + 1, Column: 1, Byte: l.base + t.end}
+	}
+	return hcl.Range{Filename: l.filename, Start: l.pos(t.line, t.lineStart, t.start), End: end}
+}
+
+// inner is the range of a fastString's characters between its quotes.
+func (l *fastLexer) inner(t fastTok) hcl.Range {
+	return hcl.Range{Filename: l.filename, Start: l.pos(t.line, t.lineStart, t.start+1), End: l.pos(t.line, t.lineStart, t.end-1)}
+}
+
+// strVal is a fastString's value with its escapes resolved; quoted has
+// checked them.
+func (l *fastLexer) strVal(t fastTok) string {
+	if !t.escaped {
+		return l.str[t.start+1 : t.end-1]
+	}
+	src := l.src[t.start+1 : t.end-1]
+	buf := make([]byte, 0, len(src))
+	for i := 0; i < len(src); i++ {
+		b := src[i]
+		if b == '\\' {
+			i++
+			switch b = src[i]; b {
+			case 'n':
+				b = '\n'
+			case 'r':
+				b = '\r'
+			case 't':
+				b = '\t'
+			}
+		}
+		buf = append(buf, b)
+	}
+	return string(buf)
 }
 
 // fastByteOK says whether b is a byte whose column hclsyntax counts as
@@ -80,17 +130,19 @@ func fastByteOK(b byte) bool {
 // always skipped, as the peeker skips them.
 func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
 	src := l.src
+	crossed := false
 	for {
 		if c.off >= len(src) {
-			return l.token(fastEOF, c, c.off, c.off)
+			return fastTok{kind: fastEOF, crossedNL: crossed, start: c.off, end: c.off, line: c.line, lineStart: c.lineStart}
 		}
 		switch ch := src[c.off]; {
 		case ch == ' ' || ch == '\t':
 			c.off++
 		case ch == '\n':
 			if nl {
-				return l.lineEnd(c, c.off)
+				return fastTok{kind: fastNewline, start: c.off, end: c.off + 1, line: c.line, lineStart: c.lineStart}
 			}
+			crossed = true
 			c = fastCursor{off: c.off + 1, line: c.line + 1, lineStart: c.off + 1}
 		case ch == '#' || ch == '/' && c.off+1 < len(src) && src[c.off+1] == '/':
 			i := bytes.IndexByte(src[c.off:], '\n')
@@ -99,8 +151,11 @@ func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
 				continue
 			}
 			if nl {
-				return l.lineEnd(c, c.off+i)
+				// The peeker gives a comment's whole range to the
+				// newline it stands for.
+				return fastTok{kind: fastNewline, start: c.off, end: c.off + i + 1, line: c.line, lineStart: c.lineStart}
 			}
+			crossed = true
 			end := c.off + i + 1
 			c = fastCursor{off: end, line: c.line + 1, lineStart: end}
 		case ch == '/' && c.off+1 < len(src) && src[c.off+1] == '*':
@@ -117,30 +172,15 @@ func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
 			}
 			c.off = end
 		default:
-			return l.lexeme(c)
+			t := l.lexeme(c)
+			t.crossedNL = crossed
+			return t
 		}
 	}
 }
 
-// lineEnd is the newline token from start (a newline or the start of a
-// line comment) to the newline at nlOff: the peeker gives a comment's
-// whole range to the newline it stands for.
-func (l *fastLexer) lineEnd(c fastCursor, nlOff int) fastTok {
-	after := fastCursor{off: nlOff + 1, line: c.line + 1, lineStart: nlOff + 1}
-	return fastTok{
-		kind: fastNewline, start: c.off, end: nlOff + 1,
-		rng:   hcl.Range{Filename: l.filename, Start: l.pos(c, c.off), End: l.pos(after, after.off)},
-		after: after,
-	}
-}
-
 func (l *fastLexer) token(kind fastKind, c fastCursor, start, end int) fastTok {
-	after := fastCursor{off: end, line: c.line, lineStart: c.lineStart}
-	return fastTok{
-		kind: kind, start: start, end: end,
-		rng:   hcl.Range{Filename: l.filename, Start: l.pos(c, start), End: l.pos(c, end)},
-		after: after,
-	}
+	return fastTok{kind: kind, start: start, end: end, line: c.line, lineStart: c.lineStart}
 }
 
 func fastIdentStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '_' }
@@ -206,21 +246,12 @@ func (l *fastLexer) lexeme(c fastCursor) fastTok {
 // \" \\.
 func (l *fastLexer) quoted(c fastCursor) fastTok {
 	src, open := l.src, c.off
-	var buf []byte // the value, once an escape makes it differ from the source
-	i := open + 1
-	for ; ; i++ {
-		if i >= len(src) {
-			fastFail()
-		}
+	escaped := false
+	for i := open + 1; i < len(src); i++ {
 		switch src[i] {
 		case '"':
 			t := l.token(fastString, c, open, i+1)
-			t.inner = hcl.Range{Filename: l.filename, Start: l.pos(c, open+1), End: l.pos(c, i)}
-			if buf != nil {
-				t.str = string(buf)
-			} else {
-				t.str = l.str[open+1 : i]
-			}
+			t.escaped = escaped
 			return t
 		case '\n':
 			fastFail()
@@ -232,30 +263,17 @@ func (l *fastLexer) quoted(c fastCursor) fastTok {
 			if i+1 >= len(src) {
 				fastFail()
 			}
-			var r byte
 			switch src[i+1] {
-			case 'n':
-				r = '\n'
-			case 'r':
-				r = '\r'
-			case 't':
-				r = '\t'
-			case '"', '\\':
-				r = src[i+1]
+			case 'n', 'r', 't', '"', '\\':
 			default:
 				fastFail()
 			}
-			if buf == nil {
-				buf = append([]byte(nil), src[open+1:i]...)
-			}
-			buf = append(buf, r)
+			escaped = true
 			i++
-			continue
-		}
-		if buf != nil {
-			buf = append(buf, src[i])
 		}
 	}
+	fastFail()
+	return fastTok{}
 }
 
 // fastPlausible looks over src once, without building anything, for what
