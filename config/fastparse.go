@@ -72,6 +72,7 @@ type fastParser struct {
 	fastLexer
 	cur  fastCursor
 	prev fastTok
+	fastSlabs
 
 	// The last peek, which the next read takes if it would scan the same
 	// token in its mode (aheadFits).
@@ -120,12 +121,14 @@ func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
 		case end:
 			p.read(true)
 			r := p.rng(next)
-			return &hclsyntax.Body{
+			b := p.bodies.next()
+			*b = hclsyntax.Body{
 				Attributes: attrs,
 				Blocks:     blocks,
 				SrcRange:   hcl.RangeBetween(startRange, r),
 				EndRange:   hcl.Range{Filename: r.Filename, Start: r.End, End: r.End},
 			}
+			return b
 		case fastNewline:
 			p.read(true)
 		case fastIdent:
@@ -162,17 +165,21 @@ func (p *fastParser) attribute(ident fastTok, singleLine bool) *hclsyntax.Attrib
 			fastFail()
 		}
 	}
-	return &hclsyntax.Attribute{
+	nameRange := p.rng(ident)
+	a := p.attrs.next()
+	*a = hclsyntax.Attribute{
 		Name:        p.text(ident),
 		Expr:        expr,
-		SrcRange:    hcl.RangeBetween(p.rng(ident), endRange),
-		NameRange:   p.rng(ident),
+		SrcRange:    hcl.RangeBetween(nameRange, endRange),
+		NameRange:   nameRange,
 		EqualsRange: p.rng(eq),
 	}
+	return a
 }
 
 // block is finishParsingBodyBlock: a label or "{" is next.
 func (p *fastParser) block(ident fastTok) *hclsyntax.Block {
+	n := p.blocks.next()
 	var labels []string
 	var labelRanges []hcl.Range
 	var open fastTok
@@ -182,13 +189,16 @@ labels:
 		case fastOBrace:
 			open = p.read(true)
 			break labels
-		case fastString:
+		case fastString, fastIdent:
 			p.read(true)
-			labels = append(labels, p.strVal(t))
-			labelRanges = append(labelRanges, p.rng(t))
-		case fastIdent:
-			p.read(true)
-			labels = append(labels, p.text(t))
+			if labels == nil {
+				labels, labelRanges = n.label[:0], n.labelRange[:0]
+			}
+			if t.kind == fastString {
+				labels = append(labels, p.strVal(t))
+			} else {
+				labels = append(labels, p.text(t))
+			}
 			labelRanges = append(labelRanges, p.rng(t))
 		default:
 			fastFail()
@@ -212,7 +222,7 @@ labels:
 	default:
 		fastFail()
 	}
-	return &hclsyntax.Block{
+	n.block = hclsyntax.Block{
 		Type:            p.text(ident),
 		Labels:          labels,
 		Body:            body,
@@ -221,6 +231,7 @@ labels:
 		OpenBraceRange:  p.rng(open),
 		CloseBraceRange: closeRange,
 	}
+	return &n.block
 }
 
 // singleAttrBody is parseSingleAttrBody: `name { a = 1 }`.
@@ -230,11 +241,13 @@ func (p *fastParser) singleAttrBody() *hclsyntax.Body {
 		fastFail()
 	}
 	a := p.attribute(ident, true)
-	return &hclsyntax.Body{
+	b := p.bodies.next()
+	*b = hclsyntax.Body{
 		Attributes: hclsyntax.Attributes{a.Name: a},
 		SrcRange:   a.SrcRange,
 		EndRange:   hcl.Range{Filename: a.SrcRange.Filename, Start: a.SrcRange.End, End: a.SrcRange.End},
 	}
+	return b
 }
 
 // expression is ParseExpression for a term and its attribute
@@ -262,11 +275,7 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 		case "null":
 			expr = &hclsyntax.LiteralValueExpr{Val: cty.NullVal(cty.DynamicPseudoType), SrcRange: p.rng(t)}
 		default:
-			// One allocation for the expression and room for three steps.
-			n := &struct {
-				expr  hclsyntax.ScopeTraversalExpr
-				steps [3]hcl.Traverser
-			}{}
+			n := p.travs.next()
 			r := p.rng(t)
 			n.steps[0] = hcl.TraverseRoot{Name: name, SrcRange: r}
 			n.expr = hclsyntax.ScopeTraversalExpr{Traversal: n.steps[:1], SrcRange: r}
@@ -282,12 +291,7 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 			part.Start.Byte++
 			part.End = part.Start
 		}
-		// One allocation for the template, its part and the slice of it.
-		n := &struct {
-			tmpl  hclsyntax.TemplateExpr
-			lit   hclsyntax.LiteralValueExpr
-			parts [1]hclsyntax.Expression
-		}{}
+		n := p.templates.next()
 		n.lit = hclsyntax.LiteralValueExpr{Val: cty.StringVal(p.strVal(t)), SrcRange: part}
 		n.parts[0] = &n.lit
 		n.tmpl = hclsyntax.TemplateExpr{Parts: n.parts[:], SrcRange: p.rng(t)}
@@ -338,6 +342,7 @@ func (p *fastParser) tuple(nl bool) hclsyntax.Expression {
 	if p.isFor() {
 		fastFail()
 	}
+	n := p.tuples.next()
 	var exprs []hclsyntax.Expression
 	var close fastTok
 	for {
@@ -345,7 +350,11 @@ func (p *fastParser) tuple(nl bool) hclsyntax.Expression {
 			close = p.read(false)
 			break
 		}
-		exprs = append(exprs, p.expression(false))
+		e := p.expression(false)
+		if exprs == nil {
+			exprs = n.exprs[:0]
+		}
+		exprs = append(exprs, e)
 		next := p.peek(false)
 		if next.kind == fastCBrack {
 			close = p.read(false)
@@ -356,11 +365,12 @@ func (p *fastParser) tuple(nl bool) hclsyntax.Expression {
 		}
 		p.read(false)
 	}
-	return &hclsyntax.TupleConsExpr{
+	n.tuple = hclsyntax.TupleConsExpr{
 		Exprs:     exprs,
 		SrcRange:  hcl.RangeBetween(openRange, p.rng(close)),
 		OpenRange: openRange,
 	}
+	return &n.tuple
 }
 
 // object is parseObjectCons; newlines separate items inside the braces.
@@ -370,6 +380,7 @@ func (p *fastParser) object(nl bool) hclsyntax.Expression {
 	if p.isFor() {
 		fastFail()
 	}
+	n := p.objects.next()
 	var items []hclsyntax.ObjectConsItem
 	var close fastTok
 	for {
@@ -384,12 +395,16 @@ func (p *fastParser) object(nl bool) hclsyntax.Expression {
 		}
 		// A key in parentheses (ForceNonLiteral) starts with "(", which
 		// the lexer does not take.
-		key := &hclsyntax.ObjectConsKeyExpr{Wrapped: p.expression(true)}
+		key := p.keys.next()
+		*key = hclsyntax.ObjectConsKeyExpr{Wrapped: p.expression(true)}
 		if k := p.peek(true).kind; k != fastEqual && k != fastColon {
 			fastFail()
 		}
 		p.read(true)
 		value := p.expression(true)
+		if items == nil {
+			items = n.items[:0]
+		}
 		items = append(items, hclsyntax.ObjectConsItem{KeyExpr: key, ValueExpr: value})
 		next = p.peek(true)
 		if next.kind == fastCBrace {
@@ -401,9 +416,10 @@ func (p *fastParser) object(nl bool) hclsyntax.Expression {
 		}
 		p.read(true)
 	}
-	return &hclsyntax.ObjectConsExpr{
+	n.object = hclsyntax.ObjectConsExpr{
 		Items:     items,
 		SrcRange:  hcl.RangeBetween(openRange, p.rng(close)),
 		OpenRange: openRange,
 	}
+	return &n.object
 }
