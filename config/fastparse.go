@@ -62,7 +62,8 @@ func fastParseChecked(src []byte, filename string, start hcl.Pos) (body *hclsynt
 		cur:       fastCursor{off: 0, line: start.Line, lineStart: 1 - start.Column},
 	}
 	// At the start of the file hcl's "previous token" is the next one.
-	return p.body(fastEOF, p.rng(p.peek(true))), true
+	p.peek(true)
+	return p.body(fastEOF, p.rng(p.ahead)), true
 }
 
 // fastParser reads fastLexer's tokens as hclsyntax's parser reads its
@@ -95,17 +96,19 @@ func (p *fastParser) aheadFits(nl bool) bool {
 	return p.ahead.kind != fastNewline
 }
 
-func (p *fastParser) peek(nl bool) fastTok {
+// peek returns the next token's kind; the token is p.ahead. Most peeks
+// want only the kind, and a token is too big to copy on each.
+func (p *fastParser) peek(nl bool) fastKind {
 	if !p.aheadOK || !p.aheadFits(nl) {
 		p.ahead, p.aheadNL, p.aheadOK = p.scan(p.cur, nl), nl, true
 	}
-	return p.ahead
+	return p.ahead.kind
 }
 
 func (p *fastParser) read(nl bool) fastTok {
-	t := p.peek(nl)
-	p.cur, p.prev, p.aheadOK = t.after(), t, false
-	return t
+	p.peek(nl)
+	p.cur, p.prev, p.aheadOK = p.ahead.after(), p.ahead, false
+	return p.prev
 }
 
 func (p *fastParser) text(t fastTok) string { return p.str[t.start:t.end] }
@@ -116,11 +119,9 @@ func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
 	attrs := hclsyntax.Attributes{}
 	blocks := hclsyntax.Blocks{}
 	for {
-		next := p.peek(true)
-		switch next.kind {
+		switch p.peek(true) {
 		case end:
-			p.read(true)
-			r := p.rng(next)
+			r := p.rng(p.read(true))
 			b := p.bodies.next()
 			*b = hclsyntax.Body{
 				Attributes: attrs,
@@ -133,7 +134,7 @@ func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
 			p.read(true)
 		case fastIdent:
 			ident := p.read(true)
-			switch p.peek(true).kind {
+			switch p.peek(true) {
 			case fastEqual:
 				a := p.attribute(ident, false)
 				if _, dup := attrs[a.Name]; dup {
@@ -157,7 +158,7 @@ func (p *fastParser) attribute(ident fastTok, singleLine bool) *hclsyntax.Attrib
 	expr := p.expression(true)
 	endRange := p.rng(p.prev)
 	if !singleLine {
-		switch p.peek(true).kind {
+		switch p.peek(true) {
 		case fastNewline:
 			p.read(true)
 		case fastEOF:
@@ -185,12 +186,12 @@ func (p *fastParser) block(ident fastTok) *hclsyntax.Block {
 	var open fastTok
 labels:
 	for {
-		switch t := p.peek(true); t.kind {
+		switch p.peek(true) {
 		case fastOBrace:
 			open = p.read(true)
 			break labels
 		case fastString, fastIdent:
-			p.read(true)
+			t := p.read(true)
 			if labels == nil {
 				labels, labelRanges = n.label[:0], n.labelRange[:0]
 			}
@@ -205,18 +206,18 @@ labels:
 		}
 	}
 	var body *hclsyntax.Body
-	switch p.peek(true).kind {
+	switch p.peek(true) {
 	case fastNewline, fastEOF, fastCBrace:
 		body = p.body(fastCBrace, p.rng(open))
 	default:
 		body = p.singleAttrBody()
-		if p.peek(true).kind != fastCBrace {
+		if p.peek(true) != fastCBrace {
 			fastFail()
 		}
 		p.read(true)
 	}
 	closeRange := p.rng(p.prev)
-	switch p.peek(true).kind {
+	switch p.peek(true) {
 	case fastNewline, fastEOF:
 		p.read(true)
 	default:
@@ -237,7 +238,7 @@ labels:
 // singleAttrBody is parseSingleAttrBody: `name { a = 1 }`.
 func (p *fastParser) singleAttrBody() *hclsyntax.Body {
 	ident := p.read(true)
-	if ident.kind != fastIdent || p.peek(true).kind != fastEqual {
+	if ident.kind != fastIdent || p.peek(true) != fastEqual {
 		fastFail()
 	}
 	a := p.attribute(ident, true)
@@ -257,16 +258,16 @@ func (p *fastParser) singleAttrBody() *hclsyntax.Body {
 // fast parse where hcl would have built a bigger expression.
 func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 	var expr hclsyntax.Expression
-	switch t := p.peek(nl); t.kind {
+	switch p.peek(nl) {
 	case fastNumber:
-		p.read(nl)
+		t := p.read(nl)
 		v, err := cty.ParseNumberVal(p.text(t))
 		if err != nil {
 			fastFail()
 		}
 		expr = &hclsyntax.LiteralValueExpr{Val: v, SrcRange: p.rng(t)}
 	case fastIdent:
-		p.read(nl)
+		t := p.read(nl)
 		switch name := p.text(t); name {
 		case "true":
 			expr = &hclsyntax.LiteralValueExpr{Val: cty.True, SrcRange: p.rng(t)}
@@ -282,7 +283,7 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 			return p.traversal(nl, &n.expr)
 		}
 	case fastString:
-		p.read(nl)
+		t := p.read(nl)
 		part := p.inner(t)
 		if part.Start.Byte == part.End.Byte {
 			// hcl places the part of "" after the closing quote.
@@ -304,7 +305,7 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 		fastFail()
 	}
 	// hcl would make a RelativeTraversalExpr or IndexExpr of these.
-	if k := p.peek(nl).kind; k == fastDot || k == fastOBrack {
+	if k := p.peek(nl); k == fastDot || k == fastOBrack {
 		fastFail()
 	}
 	return expr
@@ -312,18 +313,17 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 
 // traversal is parseExpressionTraversals for .name steps.
 func (p *fastParser) traversal(nl bool, expr *hclsyntax.ScopeTraversalExpr) hclsyntax.Expression {
-	for p.peek(nl).kind == fastDot {
+	for p.peek(nl) == fastDot {
 		dot := p.read(nl)
-		name := p.peek(nl)
-		if name.kind != fastIdent { // .0, .*: hcl's legacy index and splat
+		if p.peek(nl) != fastIdent { // .0, .*: hcl's legacy index and splat
 			fastFail()
 		}
-		p.read(nl)
+		name := p.read(nl)
 		rng := hcl.RangeBetween(p.rng(dot), p.rng(name))
 		expr.Traversal = append(expr.Traversal, hcl.TraverseAttr{Name: p.text(name), SrcRange: rng})
 		expr.SrcRange = hcl.RangeBetween(expr.SrcRange, rng)
 	}
-	if p.peek(nl).kind == fastOBrack {
+	if p.peek(nl) == fastOBrack {
 		fastFail()
 	}
 	return expr
@@ -331,8 +331,7 @@ func (p *fastParser) traversal(nl bool, expr *hclsyntax.ScopeTraversalExpr) hcls
 
 // isFor is forKeyword.TokenMatches on the token after an opening bracket.
 func (p *fastParser) isFor() bool {
-	t := p.peek(false)
-	return t.kind == fastIdent && p.text(t) == "for"
+	return p.peek(false) == fastIdent && p.text(p.ahead) == "for"
 }
 
 // tuple is parseTupleCons; newlines do not count inside the brackets.
@@ -346,7 +345,7 @@ func (p *fastParser) tuple(nl bool) hclsyntax.Expression {
 	var exprs []hclsyntax.Expression
 	var close fastTok
 	for {
-		if p.peek(false).kind == fastCBrack {
+		if p.peek(false) == fastCBrack {
 			close = p.read(false)
 			break
 		}
@@ -356,11 +355,11 @@ func (p *fastParser) tuple(nl bool) hclsyntax.Expression {
 		}
 		exprs = append(exprs, e)
 		next := p.peek(false)
-		if next.kind == fastCBrack {
+		if next == fastCBrack {
 			close = p.read(false)
 			break
 		}
-		if next.kind != fastComma {
+		if next != fastComma {
 			fastFail()
 		}
 		p.read(false)
@@ -385,11 +384,11 @@ func (p *fastParser) object(nl bool) hclsyntax.Expression {
 	var close fastTok
 	for {
 		next := p.peek(true)
-		if next.kind == fastNewline {
+		if next == fastNewline {
 			p.read(true)
 			continue
 		}
-		if next.kind == fastCBrace {
+		if next == fastCBrace {
 			close = p.read(true)
 			break
 		}
@@ -397,7 +396,7 @@ func (p *fastParser) object(nl bool) hclsyntax.Expression {
 		// the lexer does not take.
 		key := p.keys.next()
 		*key = hclsyntax.ObjectConsKeyExpr{Wrapped: p.expression(true)}
-		if k := p.peek(true).kind; k != fastEqual && k != fastColon {
+		if k := p.peek(true); k != fastEqual && k != fastColon {
 			fastFail()
 		}
 		p.read(true)
@@ -407,11 +406,11 @@ func (p *fastParser) object(nl bool) hclsyntax.Expression {
 		}
 		items = append(items, hclsyntax.ObjectConsItem{KeyExpr: key, ValueExpr: value})
 		next = p.peek(true)
-		if next.kind == fastCBrace {
+		if next == fastCBrace {
 			close = p.read(true)
 			break
 		}
-		if next.kind != fastComma && next.kind != fastNewline {
+		if next != fastComma && next != fastNewline {
 			fastFail()
 		}
 		p.read(true)
