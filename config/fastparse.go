@@ -30,10 +30,16 @@ import (
 // function, so that each can be checked against the one it copies; the
 // differential tests and FuzzFastParse compare the two on every input.
 func fastParseConfig(src []byte, filename string, start hcl.Pos) (*hclsyntax.Body, bool) {
+	return fastParseSlabs(src, filename, start, &fastSlabs{})
+}
+
+// fastParseSlabs is fastParseConfig taking its nodes from slabs, which
+// the pieces one worker parses share.
+func fastParseSlabs(src []byte, filename string, start hcl.Pos, slabs *fastSlabs) (*hclsyntax.Body, bool) {
 	if !fastPlausible(src) { // which checks every byte
 		return nil, false
 	}
-	return fastParseChecked(src, filename, start)
+	return fastParseChecked(src, filename, start, slabs)
 }
 
 // fastParse is fastParseConfig without the quick look first: the tests
@@ -44,11 +50,11 @@ func fastParse(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body
 			return nil, false
 		}
 	}
-	return fastParseChecked(src, filename, start)
+	return fastParseChecked(src, filename, start, &fastSlabs{})
 }
 
 // fastParseChecked is fastParse of a src whose bytes are all fastByteOK.
-func fastParseChecked(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body, ok bool) {
+func fastParseChecked(src []byte, filename string, start hcl.Pos, slabs *fastSlabs) (body *hclsyntax.Body, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, stop := r.(fastStop); !stop {
@@ -60,6 +66,7 @@ func fastParseChecked(src []byte, filename string, start hcl.Pos) (body *hclsynt
 	p := &fastParser{
 		fastLexer: fastLexer{src: src, str: string(src), filename: filename, base: start.Byte},
 		cur:       fastCursor{off: 0, line: start.Line, lineStart: 1 - start.Column},
+		fastSlabs: slabs,
 	}
 	// At the start of the file hcl's "previous token" is the next one.
 	p.peek(true)
@@ -73,7 +80,7 @@ type fastParser struct {
 	fastLexer
 	cur  fastCursor
 	prev fastTok
-	fastSlabs
+	*fastSlabs
 
 	// The last peek, which the next read takes if it would scan the same
 	// token in its mode (aheadFits).

@@ -5,12 +5,13 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// fastSlab hands out the nodes of one kind that a fast parse builds from
+// fastSlab hands out the nodes of one kind that fast parses build from
 // a few larger allocations rather than one each: a piece of 1,000 bytes
 // builds about a hundred nodes, and allocating them one by one was a
-// fourth of the parse. The nodes live as long as the AST that holds them
-// all, so a slab outliving one of them costs nothing; a declined parse
-// drops them together.
+// fourth of the parse. The pieces one worker parses share slabs, and
+// their ASTs live together (the configuration's files), so a slab
+// outliving one node costs little; what a declined parse took from a slab
+// stays there unused until the ASTs beside it go.
 type fastSlab[T any] struct {
 	free []T
 	n    int // the size of the last allocation
@@ -18,9 +19,9 @@ type fastSlab[T any] struct {
 
 func (s *fastSlab[T]) next() *T {
 	if len(s.free) == 0 {
-		// Doubling from 4: a small piece wastes little, a large one
-		// allocates rarely.
-		s.n = min(max(4, 2*s.n), 256)
+		// Doubling from 8 to 64: a few pieces waste little, and the
+		// unused end of the last allocation stays a few kilobytes.
+		s.n = min(max(8, 2*s.n), 64)
 		s.free = make([]T, s.n)
 	}
 	t := &s.free[0]
