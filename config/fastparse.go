@@ -70,16 +70,16 @@ func fastParseChecked(src []byte, filename string, start hcl.Pos, slabs *fastSla
 	}
 	// At the start of the file hcl's "previous token" is the next one.
 	p.peek(true)
-	return p.body(fastEOF, p.rng(p.ahead)), true
+	body, _ = p.body(fastEOF, p.rng(p.ahead))
+	return body, true
 }
 
 // fastParser reads fastLexer's tokens as hclsyntax's parser reads its
-// peeker's: peek and read say whether newlines count, prev is the last
-// token read (whose range is the peeker's PrevRange).
+// peeker's: peek and read say whether newlines count. The end of the
+// peeker's PrevRange, the last token read, is cur.
 type fastParser struct {
 	fastLexer
-	cur  fastCursor
-	prev fastTok
+	cur fastCursor
 	*fastSlabs
 
 	// The last peek, which the next read takes if it would scan the same
@@ -106,6 +106,13 @@ func (p *fastParser) aheadFits(nl bool) bool {
 // peek returns the next token's kind; the token is p.ahead. Most peeks
 // want only the kind, and a token is too big to copy on each.
 func (p *fastParser) peek(nl bool) fastKind {
+	if p.aheadOK && p.aheadNL == nl { // the common case, inlined
+		return p.ahead.kind
+	}
+	return p.peekScan(nl)
+}
+
+func (p *fastParser) peekScan(nl bool) fastKind {
 	if !p.aheadOK || !p.aheadFits(nl) {
 		p.ahead, p.aheadNL, p.aheadOK = p.scan(p.cur, nl), nl, true
 	}
@@ -114,15 +121,15 @@ func (p *fastParser) peek(nl bool) fastKind {
 
 func (p *fastParser) read(nl bool) fastTok {
 	p.peek(nl)
-	p.cur, p.prev, p.aheadOK = p.ahead.after(), p.ahead, false
-	return p.prev
+	p.cur, p.aheadOK = p.ahead.after(), false
+	return p.ahead
 }
 
 func (p *fastParser) text(t fastTok) string { return p.str[t.start:t.end] }
 
 // body is hclsyntax's ParseBody: items up to the end token (EOF at the
-// top, "}" in a block).
-func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
+// top, "}" in a block), whose range it returns too.
+func (p *fastParser) body(end fastKind, startRange hcl.Range) (*hclsyntax.Body, hcl.Range) {
 	attrs := hclsyntax.Attributes{}
 	blocks := hclsyntax.Blocks{}
 	for {
@@ -136,7 +143,7 @@ func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
 				SrcRange:   hcl.RangeBetween(startRange, r),
 				EndRange:   hcl.Range{Filename: r.Filename, Start: r.End, End: r.End},
 			}
-			return b
+			return b, r
 		case fastNewline:
 			p.read(true)
 		case fastIdent:
@@ -163,7 +170,7 @@ func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
 func (p *fastParser) attribute(ident fastTok, singleLine bool) *hclsyntax.Attribute {
 	eq := p.read(true)
 	expr := p.expression(true)
-	endRange := p.rng(p.prev)
+	end := p.pos(p.cur.line, p.cur.lineStart, p.cur.off) // of the expression's last token
 	if !singleLine {
 		switch p.peek(true) {
 		case fastNewline:
@@ -178,7 +185,7 @@ func (p *fastParser) attribute(ident fastTok, singleLine bool) *hclsyntax.Attrib
 	*a = hclsyntax.Attribute{
 		Name:        p.text(ident),
 		Expr:        expr,
-		SrcRange:    hcl.RangeBetween(nameRange, endRange),
+		SrcRange:    hcl.Range{Filename: p.filename, Start: nameRange.Start, End: end},
 		NameRange:   nameRange,
 		EqualsRange: p.rng(eq),
 	}
@@ -213,17 +220,17 @@ labels:
 		}
 	}
 	var body *hclsyntax.Body
+	var closeRange hcl.Range
 	switch p.peek(true) {
 	case fastNewline, fastEOF, fastCBrace:
-		body = p.body(fastCBrace, p.rng(open))
+		body, closeRange = p.body(fastCBrace, p.rng(open))
 	default:
 		body = p.singleAttrBody()
 		if p.peek(true) != fastCBrace {
 			fastFail()
 		}
-		p.read(true)
+		closeRange = p.rng(p.read(true))
 	}
-	closeRange := p.rng(p.prev)
 	switch p.peek(true) {
 	case fastNewline, fastEOF:
 		p.read(true)
