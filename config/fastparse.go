@@ -114,7 +114,8 @@ func (p *fastParser) peek(nl bool) fastKind {
 
 func (p *fastParser) peekScan(nl bool) fastKind {
 	if !p.aheadOK || !p.aheadFits(nl) {
-		p.ahead, p.aheadNL, p.aheadOK = p.scan(p.cur, nl), nl, true
+		p.scan(p.cur, nl, &p.ahead)
+		p.aheadNL, p.aheadOK = nl, true
 	}
 	return p.ahead.kind
 }

@@ -124,23 +124,25 @@ func fastByteOK(b byte) bool {
 	return b >= 0x20 && b < 0x7f || b == '\t' || b == '\n'
 }
 
-// scan returns the token at c, as hclsyntax's peeker would: with nl
+// scan sets *t to the token at c, as hclsyntax's peeker would: with nl
 // (newlines significant) a newline and a line comment that ends in one
 // are a newline token; without, both are skipped. Block comments are
 // always skipped, as the peeker skips them.
-func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
+func (l *fastLexer) scan(c fastCursor, nl bool, t *fastTok) {
 	src := l.src
 	crossed := false
 	for {
 		if c.off >= len(src) {
-			return fastTok{kind: fastEOF, crossedNL: crossed, start: c.off, end: c.off, line: c.line, lineStart: c.lineStart}
+			*t = fastTok{kind: fastEOF, crossedNL: crossed, start: c.off, end: c.off, line: c.line, lineStart: c.lineStart}
+			return
 		}
 		switch ch := src[c.off]; {
 		case ch == ' ' || ch == '\t':
 			c.off++
 		case ch == '\n':
 			if nl {
-				return fastTok{kind: fastNewline, start: c.off, end: c.off + 1, line: c.line, lineStart: c.lineStart}
+				*t = fastTok{kind: fastNewline, start: c.off, end: c.off + 1, line: c.line, lineStart: c.lineStart}
+				return
 			}
 			crossed = true
 			c = fastCursor{off: c.off + 1, line: c.line + 1, lineStart: c.off + 1}
@@ -153,7 +155,8 @@ func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
 			if nl {
 				// The peeker gives a comment's whole range to the
 				// newline it stands for.
-				return fastTok{kind: fastNewline, start: c.off, end: c.off + i + 1, line: c.line, lineStart: c.lineStart}
+				*t = fastTok{kind: fastNewline, start: c.off, end: c.off + i + 1, line: c.line, lineStart: c.lineStart}
+				return
 			}
 			crossed = true
 			end := c.off + i + 1
@@ -172,23 +175,21 @@ func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
 			}
 			c.off = end
 		default:
-			t := l.lexeme(c)
-			t.crossedNL = crossed
-			return t
+			kind, end, escaped := l.lexeme(c.off)
+			*t = fastTok{kind: kind, escaped: escaped, crossedNL: crossed, start: c.off, end: end, line: c.line, lineStart: c.lineStart}
+			return
 		}
 	}
-}
-
-func (l *fastLexer) token(kind fastKind, c fastCursor, start, end int) fastTok {
-	return fastTok{kind: kind, start: start, end: end, line: c.line, lineStart: c.lineStart}
 }
 
 func fastIdentStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '_' }
 
 func fastDigit(b byte) bool { return b >= '0' && b <= '9' }
 
-func (l *fastLexer) lexeme(c fastCursor) fastTok {
-	src, i := l.src, c.off
+// lexeme is the kind and end of the token that starts at i, and for a
+// string whether an escape makes its value differ from its source.
+func (l *fastLexer) lexeme(i int) (kind fastKind, end int, escaped bool) {
+	src := l.src
 	next := byte(0)
 	if i+1 < len(src) {
 		next = src[i+1]
@@ -199,7 +200,7 @@ func (l *fastLexer) lexeme(c fastCursor) fastTok {
 		for j < len(src) && (fastIdentStart(src[j]) || fastDigit(src[j]) || src[j] == '-') {
 			j++
 		}
-		return l.token(fastIdent, c, i, j)
+		return fastIdent, j, false
 	case fastDigit(ch):
 		// Only digits with an optional fraction: hcl's number token also
 		// takes exponents and runs of dots, so whatever follows must be
@@ -217,42 +218,40 @@ func (l *fastLexer) lexeme(c fastCursor) fastTok {
 		if j < len(src) && (src[j] == '.' || fastIdentStart(src[j]) || fastDigit(src[j])) {
 			fastFail()
 		}
-		return l.token(fastNumber, c, i, j)
+		return fastNumber, j, false
 	case ch == '"':
-		return l.quoted(c)
+		end, escaped := l.quoted(i)
+		return fastString, end, escaped
 	case ch == '{':
-		return l.token(fastOBrace, c, i, i+1)
+		return fastOBrace, i + 1, false
 	case ch == '}':
-		return l.token(fastCBrace, c, i, i+1)
+		return fastCBrace, i + 1, false
 	case ch == '[':
-		return l.token(fastOBrack, c, i, i+1)
+		return fastOBrack, i + 1, false
 	case ch == ']':
-		return l.token(fastCBrack, c, i, i+1)
+		return fastCBrack, i + 1, false
 	case ch == ',':
-		return l.token(fastComma, c, i, i+1)
+		return fastComma, i + 1, false
 	case ch == '=' && next != '=' && next != '>': // not == or =>
-		return l.token(fastEqual, c, i, i+1)
+		return fastEqual, i + 1, false
 	case ch == ':' && next != ':': // not ::
-		return l.token(fastColon, c, i, i+1)
+		return fastColon, i + 1, false
 	case ch == '.' && next != '.': // not ...
-		return l.token(fastDot, c, i, i+1)
+		return fastDot, i + 1, false
 	}
 	fastFail()
-	return fastTok{}
+	return 0, 0, false
 }
 
 // quoted scans a quoted string on one line with no template sequence
 // ("${", "%{", which "$${" and "%%{" contain) and no escape but \n \r \t
 // \" \\.
-func (l *fastLexer) quoted(c fastCursor) fastTok {
-	src, open := l.src, c.off
-	escaped := false
+func (l *fastLexer) quoted(open int) (end int, escaped bool) {
+	src := l.src
 	for i := open + 1; i < len(src); i++ {
 		switch src[i] {
 		case '"':
-			t := l.token(fastString, c, open, i+1)
-			t.escaped = escaped
-			return t
+			return i + 1, escaped
 		case '\n':
 			fastFail()
 		case '$', '%':
@@ -273,7 +272,7 @@ func (l *fastLexer) quoted(c fastCursor) fastTok {
 		}
 	}
 	fastFail()
-	return fastTok{}
+	return 0, false
 }
 
 // fastPlausible looks over src once, without building anything, for what
