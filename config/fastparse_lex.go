@@ -283,16 +283,13 @@ func (l *fastLexer) quoted(open int) (end int, escaped bool) {
 // what fastParse declines (it does not know "for" or legacy indexes) but
 // never turns away what fastParse takes; FuzzFastParse checks that.
 func fastPlausible(src []byte) bool {
-	const (
-		code = iota
-		quoted
-		lineComment
-		blockComment
-	)
-	state := code
 	last := byte('\n') // the last byte of code that is no space
 	for i := 0; i < len(src); i++ {
 		b := src[i]
+		if fastIdentStart(b) || fastDigit(b) { // most bytes
+			last = b
+			continue
+		}
 		if !fastByteOK(b) {
 			return false
 		}
@@ -300,55 +297,46 @@ func fastPlausible(src []byte) bool {
 		if i+1 < len(src) {
 			next = src[i+1]
 		}
-		switch state {
-		case quoted:
-			switch {
-			case b == '"':
-				state, last = code, b
-			case b == '\n':
-				return false
-			case b == '\\':
-				switch next {
-				case 'n', 'r', 't', '"', '\\':
-					i++
-				default:
-					return false
-				}
-			case (b == '$' || b == '%') && next == '{':
-				return false
-			}
-			continue
-		case lineComment:
-			if b == '\n' {
-				state, last = code, b
-			}
-			continue
-		case blockComment:
-			if b == '*' && next == '/' {
-				state = code
-				i++
-			}
-			continue
-		}
 		switch b {
 		case ' ', '\t':
 			continue
 		case '"':
-			state = quoted
+			var ok bool
+			if i, ok = fastPlausibleString(src, i+1); !ok {
+				return false
+			}
+			if i == len(src) { // unclosed: fastParse declines it
+				return true
+			}
+			last = b
 			continue
 		case '#':
-			state = lineComment
+			var ok bool
+			if i, ok = fastPlausibleLineComment(src, i+1); !ok {
+				return false
+			}
+			if i < len(src) {
+				last = '\n'
+			}
 			continue
 		case '/':
 			switch next {
 			case '/':
-				state = lineComment
+				var ok bool
+				if i, ok = fastPlausibleLineComment(src, i+2); !ok {
+					return false
+				}
+				if i < len(src) {
+					last = '\n'
+				}
 			case '*':
-				state = blockComment
+				var ok bool
+				if i, ok = fastPlausibleBlockComment(src, i+2); !ok {
+					return false
+				}
 			default:
 				return false
 			}
-			i++
 			continue
 		case '[': // an index, unless it starts a value
 			if fastIdentStart(last) || fastDigit(last) || strings.IndexByte("-]}\"", last) >= 0 {
@@ -372,4 +360,63 @@ func fastPlausible(src []byte) bool {
 		last = b
 	}
 	return true
+}
+
+// fastPlausibleString looks over a quoted string's characters from i to
+// its closing quote, whose offset it returns (len(src) if there is
+// none); not ok if fastParse would decline them.
+func fastPlausibleString(src []byte, i int) (int, bool) {
+	for ; i < len(src); i++ {
+		switch b := src[i]; b {
+		case '"':
+			return i, true
+		case '\n':
+			return i, false
+		case '\\':
+			if i+1 == len(src) {
+				return i, false
+			}
+			switch src[i+1] {
+			case 'n', 'r', 't', '"', '\\':
+				i++
+			default:
+				return i, false
+			}
+		case '$', '%':
+			if i+1 < len(src) && src[i+1] == '{' {
+				return i, false
+			}
+		default:
+			if !fastByteOK(b) {
+				return i, false
+			}
+		}
+	}
+	return i, true
+}
+
+// fastPlausibleLineComment is the offset of the newline that ends the
+// comment from i (len(src) if none), and whether its bytes are fastByteOK.
+func fastPlausibleLineComment(src []byte, i int) (int, bool) {
+	for ; i < len(src) && src[i] != '\n'; i++ {
+		if !fastByteOK(src[i]) {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+// fastPlausibleBlockComment is the offset of the "/" that ends the
+// comment from i (len(src) if none), and whether its bytes are fastByteOK.
+func fastPlausibleBlockComment(src []byte, i int) (int, bool) {
+	for ; i < len(src); i++ {
+		b := src[i]
+		if !fastByteOK(b) {
+			return i, false
+		}
+		if b == '*' && i+1 < len(src) && src[i+1] == '/' {
+			return i + 1, true
+		}
+	}
+	return i, true
 }
