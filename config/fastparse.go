@@ -30,10 +30,16 @@ import (
 // function, so that each can be checked against the one it copies; the
 // differential tests and FuzzFastParse compare the two on every input.
 func fastParseConfig(src []byte, filename string, start hcl.Pos) (*hclsyntax.Body, bool) {
-	if !fastPlausible(src) {
+	return fastParseSlabs(src, filename, start, &fastSlabs{})
+}
+
+// fastParseSlabs is fastParseConfig taking its nodes from slabs, which
+// the pieces one worker parses share.
+func fastParseSlabs(src []byte, filename string, start hcl.Pos, slabs *fastSlabs) (*hclsyntax.Body, bool) {
+	if !fastPlausible(src) { // which checks every byte
 		return nil, false
 	}
-	return fastParse(src, filename, start)
+	return fastParseChecked(src, filename, start, slabs)
 }
 
 // fastParse is fastParseConfig without the quick look first: the tests
@@ -44,6 +50,11 @@ func fastParse(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body
 			return nil, false
 		}
 	}
+	return fastParseChecked(src, filename, start, &fastSlabs{})
+}
+
+// fastParseChecked is fastParse of a src whose bytes are all fastByteOK.
+func fastParseChecked(src []byte, filename string, start hcl.Pos, slabs *fastSlabs) (body *hclsyntax.Body, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, stop := r.(fastStop); !stop {
@@ -55,61 +66,90 @@ func fastParse(src []byte, filename string, start hcl.Pos) (body *hclsyntax.Body
 	p := &fastParser{
 		fastLexer: fastLexer{src: src, str: string(src), filename: filename, base: start.Byte},
 		cur:       fastCursor{off: 0, line: start.Line, lineStart: 1 - start.Column},
+		fastSlabs: slabs,
 	}
 	// At the start of the file hcl's "previous token" is the next one.
-	return p.body(fastEOF, p.peek(true).rng), true
+	p.peek(true)
+	body, _ = p.body(fastEOF, p.rng(p.ahead))
+	return body, true
 }
 
 // fastParser reads fastLexer's tokens as hclsyntax's parser reads its
-// peeker's: peek and read say whether newlines count, prev is the range
-// of the last token read (the peeker's PrevRange).
+// peeker's: peek and read say whether newlines count. The end of the
+// peeker's PrevRange, the last token read, is cur.
 type fastParser struct {
 	fastLexer
-	cur  fastCursor
-	prev hcl.Range
+	cur fastCursor
+	*fastSlabs
 
-	// The last peek, which the next read of the same mode takes.
+	// The last peek, which the next read takes if it would scan the same
+	// token in its mode (aheadFits).
 	ahead   fastTok
 	aheadNL bool
 	aheadOK bool
 }
 
-func (p *fastParser) peek(nl bool) fastTok {
-	if !p.aheadOK || p.aheadNL != nl {
-		p.ahead, p.aheadNL, p.aheadOK = p.scan(p.cur, nl), nl, true
+// aheadFits says whether the last peek is the token a scan in mode nl
+// would return: a token scanned with newlines that is no newline is the
+// same without them, and one scanned without them is the same with them
+// when no newline was skipped before it.
+func (p *fastParser) aheadFits(nl bool) bool {
+	if p.aheadNL == nl {
+		return true
 	}
-	return p.ahead
+	if nl {
+		return !p.ahead.crossedNL
+	}
+	return p.ahead.kind != fastNewline
+}
+
+// peek returns the next token's kind; the token is p.ahead. Most peeks
+// want only the kind, and a token is too big to copy on each.
+func (p *fastParser) peek(nl bool) fastKind {
+	if p.aheadOK && p.aheadNL == nl { // the common case, inlined
+		return p.ahead.kind
+	}
+	return p.peekScan(nl)
+}
+
+func (p *fastParser) peekScan(nl bool) fastKind {
+	if !p.aheadOK || !p.aheadFits(nl) {
+		p.scan(p.cur, nl, &p.ahead)
+		p.aheadNL, p.aheadOK = nl, true
+	}
+	return p.ahead.kind
 }
 
 func (p *fastParser) read(nl bool) fastTok {
-	t := p.peek(nl)
-	p.cur, p.prev, p.aheadOK = t.after, t.rng, false
-	return t
+	p.peek(nl)
+	p.cur, p.aheadOK = p.ahead.after(), false
+	return p.ahead
 }
 
 func (p *fastParser) text(t fastTok) string { return p.str[t.start:t.end] }
 
 // body is hclsyntax's ParseBody: items up to the end token (EOF at the
-// top, "}" in a block).
-func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
+// top, "}" in a block), whose range it returns too.
+func (p *fastParser) body(end fastKind, startRange hcl.Range) (*hclsyntax.Body, hcl.Range) {
 	attrs := hclsyntax.Attributes{}
 	blocks := hclsyntax.Blocks{}
 	for {
-		next := p.peek(true)
-		switch next.kind {
+		switch p.peek(true) {
 		case end:
-			p.read(true)
-			return &hclsyntax.Body{
+			r := p.rng(p.read(true))
+			b := p.bodies.next()
+			*b = hclsyntax.Body{
 				Attributes: attrs,
 				Blocks:     blocks,
-				SrcRange:   hcl.RangeBetween(startRange, next.rng),
-				EndRange:   hcl.Range{Filename: next.rng.Filename, Start: next.rng.End, End: next.rng.End},
+				SrcRange:   hcl.RangeBetween(startRange, r),
+				EndRange:   hcl.Range{Filename: r.Filename, Start: r.End, End: r.End},
 			}
+			return b, r
 		case fastNewline:
 			p.read(true)
 		case fastIdent:
 			ident := p.read(true)
-			switch p.peek(true).kind {
+			switch p.peek(true) {
 			case fastEqual:
 				a := p.attribute(ident, false)
 				if _, dup := attrs[a.Name]; dup {
@@ -131,9 +171,9 @@ func (p *fastParser) body(end fastKind, startRange hcl.Range) *hclsyntax.Body {
 func (p *fastParser) attribute(ident fastTok, singleLine bool) *hclsyntax.Attribute {
 	eq := p.read(true)
 	expr := p.expression(true)
-	endRange := p.prev
+	end := p.pos(p.cur.line, p.cur.lineStart, p.cur.off) // of the expression's last token
 	if !singleLine {
-		switch p.peek(true).kind {
+		switch p.peek(true) {
 		case fastNewline:
 			p.read(true)
 		case fastEOF:
@@ -141,79 +181,89 @@ func (p *fastParser) attribute(ident fastTok, singleLine bool) *hclsyntax.Attrib
 			fastFail()
 		}
 	}
-	return &hclsyntax.Attribute{
+	nameRange := p.rng(ident)
+	a := p.attrs.next()
+	*a = hclsyntax.Attribute{
 		Name:        p.text(ident),
 		Expr:        expr,
-		SrcRange:    hcl.RangeBetween(ident.rng, endRange),
-		NameRange:   ident.rng,
-		EqualsRange: eq.rng,
+		SrcRange:    hcl.Range{Filename: p.filename, Start: nameRange.Start, End: end},
+		NameRange:   nameRange,
+		EqualsRange: p.rng(eq),
 	}
+	return a
 }
 
 // block is finishParsingBodyBlock: a label or "{" is next.
 func (p *fastParser) block(ident fastTok) *hclsyntax.Block {
+	n := p.blocks.next()
 	var labels []string
 	var labelRanges []hcl.Range
 	var open fastTok
 labels:
 	for {
-		switch t := p.peek(true); t.kind {
+		switch p.peek(true) {
 		case fastOBrace:
 			open = p.read(true)
 			break labels
-		case fastString:
-			p.read(true)
-			labels = append(labels, t.str)
-			labelRanges = append(labelRanges, t.rng)
-		case fastIdent:
-			p.read(true)
-			labels = append(labels, p.text(t))
-			labelRanges = append(labelRanges, t.rng)
+		case fastString, fastIdent:
+			t := p.read(true)
+			if labels == nil {
+				labels, labelRanges = n.label[:0], n.labelRange[:0]
+			}
+			if t.kind == fastString {
+				labels = append(labels, p.strVal(t))
+			} else {
+				labels = append(labels, p.text(t))
+			}
+			labelRanges = append(labelRanges, p.rng(t))
 		default:
 			fastFail()
 		}
 	}
 	var body *hclsyntax.Body
-	switch p.peek(true).kind {
+	var closeRange hcl.Range
+	switch p.peek(true) {
 	case fastNewline, fastEOF, fastCBrace:
-		body = p.body(fastCBrace, open.rng)
+		body, closeRange = p.body(fastCBrace, p.rng(open))
 	default:
 		body = p.singleAttrBody()
-		if p.peek(true).kind != fastCBrace {
+		if p.peek(true) != fastCBrace {
 			fastFail()
 		}
-		p.read(true)
+		closeRange = p.rng(p.read(true))
 	}
-	closeRange := p.prev
-	switch p.peek(true).kind {
+	switch p.peek(true) {
 	case fastNewline, fastEOF:
 		p.read(true)
 	default:
 		fastFail()
 	}
-	return &hclsyntax.Block{
+	n.block = hclsyntax.Block{
 		Type:            p.text(ident),
 		Labels:          labels,
 		Body:            body,
-		TypeRange:       ident.rng,
+		TypeRange:       p.rng(ident),
 		LabelRanges:     labelRanges,
-		OpenBraceRange:  open.rng,
+		OpenBraceRange:  p.rng(open),
 		CloseBraceRange: closeRange,
 	}
+	return &n.block
 }
 
 // singleAttrBody is parseSingleAttrBody: `name { a = 1 }`.
 func (p *fastParser) singleAttrBody() *hclsyntax.Body {
 	ident := p.read(true)
-	if ident.kind != fastIdent || p.peek(true).kind != fastEqual {
+	if ident.kind != fastIdent || p.peek(true) != fastEqual {
 		fastFail()
 	}
 	a := p.attribute(ident, true)
-	return &hclsyntax.Body{
+	b := p.bodies.next()
+	*b = hclsyntax.Body{
 		Attributes: hclsyntax.Attributes{a.Name: a},
 		SrcRange:   a.SrcRange,
 		EndRange:   hcl.Range{Filename: a.SrcRange.Filename, Start: a.SrcRange.End, End: a.SrcRange.End},
 	}
+	return b
 }
 
 // expression is ParseExpression for a term and its attribute
@@ -223,49 +273,44 @@ func (p *fastParser) singleAttrBody() *hclsyntax.Body {
 // fast parse where hcl would have built a bigger expression.
 func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 	var expr hclsyntax.Expression
-	switch t := p.peek(nl); t.kind {
+	switch p.peek(nl) {
 	case fastNumber:
-		p.read(nl)
+		t := p.read(nl)
 		v, err := cty.ParseNumberVal(p.text(t))
 		if err != nil {
 			fastFail()
 		}
-		expr = &hclsyntax.LiteralValueExpr{Val: v, SrcRange: t.rng}
+		expr = &hclsyntax.LiteralValueExpr{Val: v, SrcRange: p.rng(t)}
 	case fastIdent:
-		p.read(nl)
+		t := p.read(nl)
 		switch name := p.text(t); name {
 		case "true":
-			expr = &hclsyntax.LiteralValueExpr{Val: cty.True, SrcRange: t.rng}
+			expr = &hclsyntax.LiteralValueExpr{Val: cty.True, SrcRange: p.rng(t)}
 		case "false":
-			expr = &hclsyntax.LiteralValueExpr{Val: cty.False, SrcRange: t.rng}
+			expr = &hclsyntax.LiteralValueExpr{Val: cty.False, SrcRange: p.rng(t)}
 		case "null":
-			expr = &hclsyntax.LiteralValueExpr{Val: cty.NullVal(cty.DynamicPseudoType), SrcRange: t.rng}
+			expr = &hclsyntax.LiteralValueExpr{Val: cty.NullVal(cty.DynamicPseudoType), SrcRange: p.rng(t)}
 		default:
-			// One allocation for the expression and room for three steps.
-			n := &struct {
-				expr  hclsyntax.ScopeTraversalExpr
-				steps [3]hcl.Traverser
-			}{}
-			n.steps[0] = hcl.TraverseRoot{Name: name, SrcRange: t.rng}
-			n.expr = hclsyntax.ScopeTraversalExpr{Traversal: n.steps[:1], SrcRange: t.rng}
+			n := p.travs.next()
+			r := p.rng(t)
+			n.steps[0] = hcl.TraverseRoot{Name: name, SrcRange: r}
+			n.expr = hclsyntax.ScopeTraversalExpr{Traversal: n.steps[:1], SrcRange: r}
 			return p.traversal(nl, &n.expr)
 		}
 	case fastString:
-		p.read(nl)
-		part := t.inner
+		t := p.read(nl)
+		part := p.inner(t)
 		if part.Start.Byte == part.End.Byte {
 			// hcl places the part of "" after the closing quote.
-			part.Start, part.End = t.rng.End, t.rng.End
+			part.Start = part.End
+			part.Start.Column++
+			part.Start.Byte++
+			part.End = part.Start
 		}
-		// One allocation for the template, its part and the slice of it.
-		n := &struct {
-			tmpl  hclsyntax.TemplateExpr
-			lit   hclsyntax.LiteralValueExpr
-			parts [1]hclsyntax.Expression
-		}{}
-		n.lit = hclsyntax.LiteralValueExpr{Val: cty.StringVal(t.str), SrcRange: part}
+		n := p.templates.next()
+		n.lit = hclsyntax.LiteralValueExpr{Val: cty.StringVal(p.strVal(t)), SrcRange: part}
 		n.parts[0] = &n.lit
-		n.tmpl = hclsyntax.TemplateExpr{Parts: n.parts[:], SrcRange: t.rng}
+		n.tmpl = hclsyntax.TemplateExpr{Parts: n.parts[:], SrcRange: p.rng(t)}
 		expr = &n.tmpl
 	case fastOBrack:
 		expr = p.tuple(nl)
@@ -275,7 +320,7 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 		fastFail()
 	}
 	// hcl would make a RelativeTraversalExpr or IndexExpr of these.
-	if k := p.peek(nl).kind; k == fastDot || k == fastOBrack {
+	if k := p.peek(nl); k == fastDot || k == fastOBrack {
 		fastFail()
 	}
 	return expr
@@ -283,18 +328,17 @@ func (p *fastParser) expression(nl bool) hclsyntax.Expression {
 
 // traversal is parseExpressionTraversals for .name steps.
 func (p *fastParser) traversal(nl bool, expr *hclsyntax.ScopeTraversalExpr) hclsyntax.Expression {
-	for p.peek(nl).kind == fastDot {
+	for p.peek(nl) == fastDot {
 		dot := p.read(nl)
-		name := p.peek(nl)
-		if name.kind != fastIdent { // .0, .*: hcl's legacy index and splat
+		if p.peek(nl) != fastIdent { // .0, .*: hcl's legacy index and splat
 			fastFail()
 		}
-		p.read(nl)
-		rng := hcl.RangeBetween(dot.rng, name.rng)
+		name := p.read(nl)
+		rng := hcl.RangeBetween(p.rng(dot), p.rng(name))
 		expr.Traversal = append(expr.Traversal, hcl.TraverseAttr{Name: p.text(name), SrcRange: rng})
 		expr.SrcRange = hcl.RangeBetween(expr.SrcRange, rng)
 	}
-	if p.peek(nl).kind == fastOBrack {
+	if p.peek(nl) == fastOBrack {
 		fastFail()
 	}
 	return expr
@@ -302,81 +346,94 @@ func (p *fastParser) traversal(nl bool, expr *hclsyntax.ScopeTraversalExpr) hcls
 
 // isFor is forKeyword.TokenMatches on the token after an opening bracket.
 func (p *fastParser) isFor() bool {
-	t := p.peek(false)
-	return t.kind == fastIdent && p.text(t) == "for"
+	return p.peek(false) == fastIdent && p.text(p.ahead) == "for"
 }
 
 // tuple is parseTupleCons; newlines do not count inside the brackets.
 func (p *fastParser) tuple(nl bool) hclsyntax.Expression {
 	open := p.read(nl)
+	openRange := p.rng(open)
 	if p.isFor() {
 		fastFail()
 	}
+	n := p.tuples.next()
 	var exprs []hclsyntax.Expression
 	var close fastTok
 	for {
-		if p.peek(false).kind == fastCBrack {
+		if p.peek(false) == fastCBrack {
 			close = p.read(false)
 			break
 		}
-		exprs = append(exprs, p.expression(false))
+		e := p.expression(false)
+		if exprs == nil {
+			exprs = n.exprs[:0]
+		}
+		exprs = append(exprs, e)
 		next := p.peek(false)
-		if next.kind == fastCBrack {
+		if next == fastCBrack {
 			close = p.read(false)
 			break
 		}
-		if next.kind != fastComma {
+		if next != fastComma {
 			fastFail()
 		}
 		p.read(false)
 	}
-	return &hclsyntax.TupleConsExpr{
+	n.tuple = hclsyntax.TupleConsExpr{
 		Exprs:     exprs,
-		SrcRange:  hcl.RangeBetween(open.rng, close.rng),
-		OpenRange: open.rng,
+		SrcRange:  hcl.RangeBetween(openRange, p.rng(close)),
+		OpenRange: openRange,
 	}
+	return &n.tuple
 }
 
 // object is parseObjectCons; newlines separate items inside the braces.
 func (p *fastParser) object(nl bool) hclsyntax.Expression {
 	open := p.read(nl)
+	openRange := p.rng(open)
 	if p.isFor() {
 		fastFail()
 	}
+	n := p.objects.next()
 	var items []hclsyntax.ObjectConsItem
 	var close fastTok
 	for {
 		next := p.peek(true)
-		if next.kind == fastNewline {
+		if next == fastNewline {
 			p.read(true)
 			continue
 		}
-		if next.kind == fastCBrace {
+		if next == fastCBrace {
 			close = p.read(true)
 			break
 		}
 		// A key in parentheses (ForceNonLiteral) starts with "(", which
 		// the lexer does not take.
-		key := &hclsyntax.ObjectConsKeyExpr{Wrapped: p.expression(true)}
-		if k := p.peek(true).kind; k != fastEqual && k != fastColon {
+		key := p.keys.next()
+		*key = hclsyntax.ObjectConsKeyExpr{Wrapped: p.expression(true)}
+		if k := p.peek(true); k != fastEqual && k != fastColon {
 			fastFail()
 		}
 		p.read(true)
 		value := p.expression(true)
+		if items == nil {
+			items = n.items[:0]
+		}
 		items = append(items, hclsyntax.ObjectConsItem{KeyExpr: key, ValueExpr: value})
 		next = p.peek(true)
-		if next.kind == fastCBrace {
+		if next == fastCBrace {
 			close = p.read(true)
 			break
 		}
-		if next.kind != fastComma && next.kind != fastNewline {
+		if next != fastComma && next != fastNewline {
 			fastFail()
 		}
 		p.read(true)
 	}
-	return &hclsyntax.ObjectConsExpr{
+	n.object = hclsyntax.ObjectConsExpr{
 		Items:     items,
-		SrcRange:  hcl.RangeBetween(open.rng, close.rng),
-		OpenRange: open.rng,
+		SrcRange:  hcl.RangeBetween(openRange, p.rng(close)),
+		OpenRange: openRange,
 	}
+	return &n.object
 }

@@ -38,16 +38,26 @@ type fastCursor struct {
 	off, line, lineStart int
 }
 
+// fastTok holds no pointers and no ranges: the parser copies tokens on
+// every peek and read, and builds a token's hcl.Range only when the AST
+// keeps it (fastLexer.rng).
 type fastTok struct {
-	kind       fastKind
-	start, end int // offsets of the token's bytes
-	rng        hcl.Range
-	after      fastCursor
+	kind fastKind
+	// escaped: a fastString whose value differs from its source (an
+	// escape); crossedNL: scanned without newlines, it skipped one, so a
+	// scan with newlines would have stopped there.
+	escaped, crossedNL bool
+	start, end         int // offsets of the token's bytes
+	line, lineStart    int // the line the token starts on, as in fastCursor
+}
 
-	// A fastString's value with escapes resolved, and the range of the
-	// characters between its quotes.
-	str   string
-	inner hcl.Range
+// after is the cursor past t: a newline token ends at the start of the
+// next line.
+func (t *fastTok) after() fastCursor {
+	if t.kind == fastNewline {
+		return fastCursor{off: t.end, line: t.line + 1, lineStart: t.end}
+	}
+	return fastCursor{off: t.end, line: t.line, lineStart: t.lineStart}
 }
 
 // fastStop is the panic that ends a fast parse; fastParseConfig turns it
@@ -63,8 +73,48 @@ type fastLexer struct {
 	base     int // start.Byte: the offset of src in its file
 }
 
-func (l *fastLexer) pos(c fastCursor, off int) hcl.Pos {
-	return hcl.Pos{Line: c.line, Column: off - c.lineStart + 1, Byte: l.base + off}
+func (l *fastLexer) pos(line, lineStart, off int) hcl.Pos {
+	return hcl.Pos{Line: line, Column: off - lineStart + 1, Byte: l.base + off}
+}
+
+// rng is the token's range as hcl's token has it.
+func (l *fastLexer) rng(t fastTok) hcl.Range {
+	end := hcl.Pos{Line: t.line, Column: t.end - t.lineStart + 1, Byte: l.base + t.end}
+	if t.kind == fastNewline {
+		end = hcl.Pos{Line: t.line + 1, Column: 1, Byte: l.base + t.end}
+	}
+	return hcl.Range{Filename: l.filename, Start: l.pos(t.line, t.lineStart, t.start), End: end}
+}
+
+// inner is the range of a fastString's characters between its quotes.
+func (l *fastLexer) inner(t fastTok) hcl.Range {
+	return hcl.Range{Filename: l.filename, Start: l.pos(t.line, t.lineStart, t.start+1), End: l.pos(t.line, t.lineStart, t.end-1)}
+}
+
+// strVal is a fastString's value with its escapes resolved; quoted has
+// checked them.
+func (l *fastLexer) strVal(t fastTok) string {
+	if !t.escaped {
+		return l.str[t.start+1 : t.end-1]
+	}
+	src := l.src[t.start+1 : t.end-1]
+	buf := make([]byte, 0, len(src))
+	for i := 0; i < len(src); i++ {
+		b := src[i]
+		if b == '\\' {
+			i++
+			switch b = src[i]; b {
+			case 'n':
+				b = '\n'
+			case 'r':
+				b = '\r'
+			case 't':
+				b = '\t'
+			}
+		}
+		buf = append(buf, b)
+	}
+	return string(buf)
 }
 
 // fastByteOK says whether b is a byte whose column hclsyntax counts as
@@ -74,23 +124,27 @@ func fastByteOK(b byte) bool {
 	return b >= 0x20 && b < 0x7f || b == '\t' || b == '\n'
 }
 
-// scan returns the token at c, as hclsyntax's peeker would: with nl
+// scan sets *t to the token at c, as hclsyntax's peeker would: with nl
 // (newlines significant) a newline and a line comment that ends in one
 // are a newline token; without, both are skipped. Block comments are
 // always skipped, as the peeker skips them.
-func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
+func (l *fastLexer) scan(c fastCursor, nl bool, t *fastTok) {
 	src := l.src
+	crossed := false
 	for {
 		if c.off >= len(src) {
-			return l.token(fastEOF, c, c.off, c.off)
+			*t = fastTok{kind: fastEOF, crossedNL: crossed, start: c.off, end: c.off, line: c.line, lineStart: c.lineStart}
+			return
 		}
 		switch ch := src[c.off]; {
 		case ch == ' ' || ch == '\t':
 			c.off++
 		case ch == '\n':
 			if nl {
-				return l.lineEnd(c, c.off)
+				*t = fastTok{kind: fastNewline, start: c.off, end: c.off + 1, line: c.line, lineStart: c.lineStart}
+				return
 			}
+			crossed = true
 			c = fastCursor{off: c.off + 1, line: c.line + 1, lineStart: c.off + 1}
 		case ch == '#' || ch == '/' && c.off+1 < len(src) && src[c.off+1] == '/':
 			i := bytes.IndexByte(src[c.off:], '\n')
@@ -99,8 +153,12 @@ func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
 				continue
 			}
 			if nl {
-				return l.lineEnd(c, c.off+i)
+				// The peeker gives a comment's whole range to the
+				// newline it stands for.
+				*t = fastTok{kind: fastNewline, start: c.off, end: c.off + i + 1, line: c.line, lineStart: c.lineStart}
+				return
 			}
+			crossed = true
 			end := c.off + i + 1
 			c = fastCursor{off: end, line: c.line + 1, lineStart: end}
 		case ch == '/' && c.off+1 < len(src) && src[c.off+1] == '*':
@@ -117,29 +175,10 @@ func (l *fastLexer) scan(c fastCursor, nl bool) fastTok {
 			}
 			c.off = end
 		default:
-			return l.lexeme(c)
+			kind, end, escaped := l.lexeme(c.off)
+			*t = fastTok{kind: kind, escaped: escaped, crossedNL: crossed, start: c.off, end: end, line: c.line, lineStart: c.lineStart}
+			return
 		}
-	}
-}
-
-// lineEnd is the newline token from start (a newline or the start of a
-// line comment) to the newline at nlOff: the peeker gives a comment's
-// whole range to the newline it stands for.
-func (l *fastLexer) lineEnd(c fastCursor, nlOff int) fastTok {
-	after := fastCursor{off: nlOff + 1, line: c.line + 1, lineStart: nlOff + 1}
-	return fastTok{
-		kind: fastNewline, start: c.off, end: nlOff + 1,
-		rng:   hcl.Range{Filename: l.filename, Start: l.pos(c, c.off), End: l.pos(after, after.off)},
-		after: after,
-	}
-}
-
-func (l *fastLexer) token(kind fastKind, c fastCursor, start, end int) fastTok {
-	after := fastCursor{off: end, line: c.line, lineStart: c.lineStart}
-	return fastTok{
-		kind: kind, start: start, end: end,
-		rng:   hcl.Range{Filename: l.filename, Start: l.pos(c, start), End: l.pos(c, end)},
-		after: after,
 	}
 }
 
@@ -147,8 +186,10 @@ func fastIdentStart(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b 
 
 func fastDigit(b byte) bool { return b >= '0' && b <= '9' }
 
-func (l *fastLexer) lexeme(c fastCursor) fastTok {
-	src, i := l.src, c.off
+// lexeme is the kind and end of the token that starts at i, and for a
+// string whether an escape makes its value differ from its source.
+func (l *fastLexer) lexeme(i int) (kind fastKind, end int, escaped bool) {
+	src := l.src
 	next := byte(0)
 	if i+1 < len(src) {
 		next = src[i+1]
@@ -159,7 +200,7 @@ func (l *fastLexer) lexeme(c fastCursor) fastTok {
 		for j < len(src) && (fastIdentStart(src[j]) || fastDigit(src[j]) || src[j] == '-') {
 			j++
 		}
-		return l.token(fastIdent, c, i, j)
+		return fastIdent, j, false
 	case fastDigit(ch):
 		// Only digits with an optional fraction: hcl's number token also
 		// takes exponents and runs of dots, so whatever follows must be
@@ -177,51 +218,40 @@ func (l *fastLexer) lexeme(c fastCursor) fastTok {
 		if j < len(src) && (src[j] == '.' || fastIdentStart(src[j]) || fastDigit(src[j])) {
 			fastFail()
 		}
-		return l.token(fastNumber, c, i, j)
+		return fastNumber, j, false
 	case ch == '"':
-		return l.quoted(c)
+		end, escaped := l.quoted(i)
+		return fastString, end, escaped
 	case ch == '{':
-		return l.token(fastOBrace, c, i, i+1)
+		return fastOBrace, i + 1, false
 	case ch == '}':
-		return l.token(fastCBrace, c, i, i+1)
+		return fastCBrace, i + 1, false
 	case ch == '[':
-		return l.token(fastOBrack, c, i, i+1)
+		return fastOBrack, i + 1, false
 	case ch == ']':
-		return l.token(fastCBrack, c, i, i+1)
+		return fastCBrack, i + 1, false
 	case ch == ',':
-		return l.token(fastComma, c, i, i+1)
+		return fastComma, i + 1, false
 	case ch == '=' && next != '=' && next != '>': // not == or =>
-		return l.token(fastEqual, c, i, i+1)
+		return fastEqual, i + 1, false
 	case ch == ':' && next != ':': // not ::
-		return l.token(fastColon, c, i, i+1)
+		return fastColon, i + 1, false
 	case ch == '.' && next != '.': // not ...
-		return l.token(fastDot, c, i, i+1)
+		return fastDot, i + 1, false
 	}
 	fastFail()
-	return fastTok{}
+	return 0, 0, false
 }
 
 // quoted scans a quoted string on one line with no template sequence
 // ("${", "%{", which "$${" and "%%{" contain) and no escape but \n \r \t
 // \" \\.
-func (l *fastLexer) quoted(c fastCursor) fastTok {
-	src, open := l.src, c.off
-	var buf []byte // the value, once an escape makes it differ from the source
-	i := open + 1
-	for ; ; i++ {
-		if i >= len(src) {
-			fastFail()
-		}
+func (l *fastLexer) quoted(open int) (end int, escaped bool) {
+	src := l.src
+	for i := open + 1; i < len(src); i++ {
 		switch src[i] {
 		case '"':
-			t := l.token(fastString, c, open, i+1)
-			t.inner = hcl.Range{Filename: l.filename, Start: l.pos(c, open+1), End: l.pos(c, i)}
-			if buf != nil {
-				t.str = string(buf)
-			} else {
-				t.str = l.str[open+1 : i]
-			}
-			return t
+			return i + 1, escaped
 		case '\n':
 			fastFail()
 		case '$', '%':
@@ -232,30 +262,17 @@ func (l *fastLexer) quoted(c fastCursor) fastTok {
 			if i+1 >= len(src) {
 				fastFail()
 			}
-			var r byte
 			switch src[i+1] {
-			case 'n':
-				r = '\n'
-			case 'r':
-				r = '\r'
-			case 't':
-				r = '\t'
-			case '"', '\\':
-				r = src[i+1]
+			case 'n', 'r', 't', '"', '\\':
 			default:
 				fastFail()
 			}
-			if buf == nil {
-				buf = append([]byte(nil), src[open+1:i]...)
-			}
-			buf = append(buf, r)
+			escaped = true
 			i++
-			continue
-		}
-		if buf != nil {
-			buf = append(buf, src[i])
 		}
 	}
+	fastFail()
+	return 0, false
 }
 
 // fastPlausible looks over src once, without building anything, for what
@@ -266,16 +283,13 @@ func (l *fastLexer) quoted(c fastCursor) fastTok {
 // what fastParse declines (it does not know "for" or legacy indexes) but
 // never turns away what fastParse takes; FuzzFastParse checks that.
 func fastPlausible(src []byte) bool {
-	const (
-		code = iota
-		quoted
-		lineComment
-		blockComment
-	)
-	state := code
 	last := byte('\n') // the last byte of code that is no space
 	for i := 0; i < len(src); i++ {
 		b := src[i]
+		if fastIdentStart(b) || fastDigit(b) { // most bytes
+			last = b
+			continue
+		}
 		if !fastByteOK(b) {
 			return false
 		}
@@ -283,55 +297,46 @@ func fastPlausible(src []byte) bool {
 		if i+1 < len(src) {
 			next = src[i+1]
 		}
-		switch state {
-		case quoted:
-			switch {
-			case b == '"':
-				state, last = code, b
-			case b == '\n':
-				return false
-			case b == '\\':
-				switch next {
-				case 'n', 'r', 't', '"', '\\':
-					i++
-				default:
-					return false
-				}
-			case (b == '$' || b == '%') && next == '{':
-				return false
-			}
-			continue
-		case lineComment:
-			if b == '\n' {
-				state, last = code, b
-			}
-			continue
-		case blockComment:
-			if b == '*' && next == '/' {
-				state = code
-				i++
-			}
-			continue
-		}
 		switch b {
 		case ' ', '\t':
 			continue
 		case '"':
-			state = quoted
+			var ok bool
+			if i, ok = fastPlausibleString(src, i+1); !ok {
+				return false
+			}
+			if i == len(src) { // unclosed: fastParse declines it
+				return true
+			}
+			last = b
 			continue
 		case '#':
-			state = lineComment
+			var ok bool
+			if i, ok = fastPlausibleLineComment(src, i+1); !ok {
+				return false
+			}
+			if i < len(src) {
+				last = '\n'
+			}
 			continue
 		case '/':
 			switch next {
 			case '/':
-				state = lineComment
+				var ok bool
+				if i, ok = fastPlausibleLineComment(src, i+2); !ok {
+					return false
+				}
+				if i < len(src) {
+					last = '\n'
+				}
 			case '*':
-				state = blockComment
+				var ok bool
+				if i, ok = fastPlausibleBlockComment(src, i+2); !ok {
+					return false
+				}
 			default:
 				return false
 			}
-			i++
 			continue
 		case '[': // an index, unless it starts a value
 			if fastIdentStart(last) || fastDigit(last) || strings.IndexByte("-]}\"", last) >= 0 {
@@ -355,4 +360,63 @@ func fastPlausible(src []byte) bool {
 		last = b
 	}
 	return true
+}
+
+// fastPlausibleString looks over a quoted string's characters from i to
+// its closing quote, whose offset it returns (len(src) if there is
+// none); not ok if fastParse would decline them.
+func fastPlausibleString(src []byte, i int) (int, bool) {
+	for ; i < len(src); i++ {
+		switch b := src[i]; b {
+		case '"':
+			return i, true
+		case '\n':
+			return i, false
+		case '\\':
+			if i+1 == len(src) {
+				return i, false
+			}
+			switch src[i+1] {
+			case 'n', 'r', 't', '"', '\\':
+				i++
+			default:
+				return i, false
+			}
+		case '$', '%':
+			if i+1 < len(src) && src[i+1] == '{' {
+				return i, false
+			}
+		default:
+			if !fastByteOK(b) {
+				return i, false
+			}
+		}
+	}
+	return i, true
+}
+
+// fastPlausibleLineComment is the offset of the newline that ends the
+// comment from i (len(src) if none), and whether its bytes are fastByteOK.
+func fastPlausibleLineComment(src []byte, i int) (int, bool) {
+	for ; i < len(src) && src[i] != '\n'; i++ {
+		if !fastByteOK(src[i]) {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+// fastPlausibleBlockComment is the offset of the "/" that ends the
+// comment from i (len(src) if none), and whether its bytes are fastByteOK.
+func fastPlausibleBlockComment(src []byte, i int) (int, bool) {
+	for ; i < len(src); i++ {
+		b := src[i]
+		if !fastByteOK(b) {
+			return i, false
+		}
+		if b == '*' && i+1 < len(src) && src[i+1] == '/' {
+			return i + 1, true
+		}
+	}
+	return i, true
 }

@@ -36,16 +36,18 @@ func parseFiles(names []string, sources map[string][]byte) ([]*hcl.File, []hcl.D
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(jobs))
 	if workers <= 1 {
+		var slabs fastSlabs
 		for _, j := range jobs {
-			plans[j.file].parseChunk(j.chunk)
+			plans[j.file].parseChunkSlabs(j.chunk, &slabs)
 		}
 	} else {
 		next := make(chan job)
 		var wg sync.WaitGroup
 		for range workers {
 			wg.Go(func() {
+				var slabs fastSlabs
 				for j := range next {
-					plans[j.file].parseChunk(j.chunk)
+					plans[j.file].parseChunkSlabs(j.chunk, &slabs)
 				}
 			})
 		}
@@ -114,10 +116,15 @@ func newChunkedParse(src []byte, name string, size int) *chunkedParse {
 // which is lazyNav of the same bytes: hclsyntax's cannot be built from
 // outside, and it is only asked when a diagnostic is printed. A file of
 // one piece is this file as it is.
-func (p *chunkedParse) parseChunk(i int) {
+func (p *chunkedParse) parseChunk(i int) { p.parseChunkSlabs(i, &fastSlabs{}) }
+
+// parseChunkSlabs is parseChunk taking the fast parse's nodes from slabs
+// that the pieces one worker parses share, so that a piece's last
+// allocations are not mostly unused.
+func (p *chunkedParse) parseChunkSlabs(i int, slabs *fastSlabs) {
 	c := &p.chunks[i]
 	src := p.src[c.start:c.end]
-	if body, ok := fastParseConfig(src, p.name, c.pos); ok {
+	if body, ok := fastParseSlabs(src, p.name, c.pos, slabs); ok {
 		c.file = &hcl.File{Body: body, Bytes: src, Nav: &lazyNav{src: src, name: p.name, start: c.pos}}
 		return
 	}
