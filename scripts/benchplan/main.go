@@ -21,8 +21,12 @@
 // (SANDBOXER_CPUPROFILE) and prints where their CPU goes: start-up, parse,
 // evaluation, state read, plan, JSON rendering, garbage collection.
 //
+// -distinct gives every sandbox a database of its own, so that no two
+// blocks are alike (the default workload has 40 distinct bodies, which
+// sandboxer decodes once each).
+//
 // Usage: go run ./scripts/benchplan [-bin bin/sandboxer] [-sizes 1000,5000,10000]
-// [-runs 5] [-terraform terraform] [-terraform-max 5000] [-keep] [-profile K]
+// [-runs 5] [-terraform terraform] [-terraform-max 5000] [-keep] [-profile K] [-distinct]
 package main
 
 import (
@@ -50,8 +54,9 @@ func main() {
 	tfMax := flag.Int("terraform-max", 5000, "largest size to run terraform at")
 	keep := flag.Bool("keep", false, "keep the generated folders and print where they are")
 	prof := flag.Int("profile", 0, "after the timed runs, profile this many plans of each size and print where their CPU goes")
+	distinct := flag.Bool("distinct", false, "give every sandbox a database of its own, so no two blocks are alike")
 	flag.Parse()
-	if err := run(*bin, *sizes, *runs, *tf, *tfMax, *keep, *prof); err != nil {
+	if err := run(*bin, *sizes, *runs, *tf, *tfMax, *keep, *prof, *distinct); err != nil {
 		fmt.Fprintln(os.Stderr, "benchplan:", err)
 		os.Exit(1)
 	}
@@ -74,7 +79,7 @@ func (r *result) add(s sample) {
 	r.rss = append(r.rss, float64(s.maxRSS))
 }
 
-func run(bin, sizeList string, runs int, tfBin string, tfMax int, keep bool, prof int) error {
+func run(bin, sizeList string, runs int, tfBin string, tfMax int, keep bool, prof int, distinct bool) error {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -110,14 +115,14 @@ func run(bin, sizeList string, runs int, tfBin string, tfMax int, keep bool, pro
 	var rows []row
 	for _, n := range ns {
 		sdir := filepath.Join(root, fmt.Sprintf("sandboxer-%d", n))
-		if err := writeFile(sdir, "main.sbx.hcl", sandboxerConfig(n)); err != nil {
+		if err := writeFile(sdir, "main.sbx.hcl", sandboxerConfig(n, distinct)); err != nil {
 			return err
 		}
 		sbx := func() (sample, error) { return sandboxerPlan(abs, sdir, n) }
 		var tfRun func() (sample, error)
 		if tfPath != "" && n <= tfMax {
 			tdir := filepath.Join(root, fmt.Sprintf("terraform-%d", n))
-			if err := writeFile(tdir, "main.tf", terraformConfig(n)); err != nil {
+			if err := writeFile(tdir, "main.tf", terraformConfig(n, distinct)); err != nil {
 				return err
 			}
 			// An empty CLI configuration: the machine's may name a file
@@ -192,13 +197,13 @@ func run(bin, sizeList string, runs int, tfBin string, tfMax int, keep bool, pro
 // sandboxerConfig is N literal sandbox blocks spread over 20 projects, the
 // shape of BenchmarkPlan1000/blocks: every fourth sandbox of a project asks
 // for redis search, the others for pg_trgm.
-func sandboxerConfig(n int) string {
+func sandboxerConfig(n int, distinct bool) string {
 	var b strings.Builder
 	for p := range projects {
 		fmt.Fprintf(&b, "project \"p%02d\" {\n  services = [\"postgres\", \"redis\"]\n  extensions = { postgres = [\"vector\"] }\n}\n\n", p)
 	}
 	for i := range n {
-		fmt.Fprintf(&b, "sandbox \"s%05d\" {\n  project    = project.p%02d\n  extensions = %s\n  ttl        = \"4h\"\n}\n\n", i, i%projects, extensions(i))
+		fmt.Fprintf(&b, "sandbox \"s%05d\" {\n  project    = project.p%02d\n  extensions = %s\n  ttl        = \"4h\"\n%s}\n\n", i, i%projects, extensions(i), database(i, distinct, "  "))
 	}
 	return b.String()
 }
@@ -206,7 +211,7 @@ func sandboxerConfig(n int) string {
 // terraformConfig is the same: the projects as one local map, each
 // sandbox a terraform_data resource whose input names its project's
 // settings and its own.
-func terraformConfig(n int) string {
+func terraformConfig(n int, distinct bool) string {
 	var b strings.Builder
 	b.WriteString("locals {\n  projects = {\n")
 	for p := range projects {
@@ -214,9 +219,19 @@ func terraformConfig(n int) string {
 	}
 	b.WriteString("  }\n}\n\n")
 	for i := range n {
-		fmt.Fprintf(&b, "resource \"terraform_data\" \"s%05d\" {\n  input = {\n    project    = local.projects.p%02d\n    extensions = %s\n    ttl        = \"4h\"\n  }\n}\n\n", i, i%projects, extensions(i))
+		fmt.Fprintf(&b, "resource \"terraform_data\" \"s%05d\" {\n  input = {\n    project    = local.projects.p%02d\n    extensions = %s\n    ttl        = \"4h\"\n%s  }\n}\n\n", i, i%projects, extensions(i), database(i, distinct, "    "))
 	}
 	return b.String()
+}
+
+// database is the argument -distinct adds: a database of the sandbox's
+// own, which makes its block unlike every other (sandboxer decodes alike
+// blocks once, config/sandbox_memo.go).
+func database(i int, distinct bool, indent string) string {
+	if !distinct {
+		return ""
+	}
+	return fmt.Sprintf("%sdatabase   = \"db%05d\"\n", indent, i)
 }
 
 func extensions(i int) string {
