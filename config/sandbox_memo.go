@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -24,6 +25,11 @@ import (
 // sandboxMemo maps a literal block's memoKey to what it decoded to. It is
 // safe for the workers of predecodeSandboxes.
 type sandboxMemo struct {
+	// lookups and hits count whole-block lookups: a configuration whose
+	// blocks are all unlike (keys built and stored for nothing, a tenth
+	// of decoding 5,000 of them) stops looking once that is clear.
+	lookups, hits atomic.Int64
+
 	mu sync.Mutex
 	m  map[string]memoEntry
 	// provision holds, by setsKey, an instance's provision set: blocks
@@ -51,15 +57,20 @@ const maxMemoArgs = 16
 // block with the same arguments decoded cleanly before. memo nil decodes.
 // literal says literalSandboxBlock(b) is known to hold.
 func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo, literal bool) (*Sandbox, []*Instance, hcl.Diagnostics) {
+	if memo != nil && !memo.worthLooking() {
+		return l.decodeSandboxBlock(b, memo)
+	}
 	var buf [512]byte
 	key, ok := l.memoKey(b, buf[:0], memo, literal)
 	if !ok {
 		return l.decodeSandboxBlock(b, memo)
 	}
+	memo.lookups.Add(1)
 	memo.mu.Lock()
 	d, hit := memo.m[string(key)]
 	memo.mu.Unlock()
 	if hit {
+		memo.hits.Add(1)
 		return renamed(d, b)
 	}
 	sb, insts, diags := l.decodeSandboxBlock(b, memo)
@@ -69,6 +80,15 @@ func (l *loader) decodeSandboxBlockMemo(b *hcl.Block, memo *sandboxMemo, literal
 		memo.mu.Unlock()
 	}
 	return sb, insts, diags
+}
+
+// memoTrial is how many whole-block lookups decide whether the memo is
+// worth keeping up; it is, while at least a quarter of them hit.
+const memoTrial = 512
+
+func (m *sandboxMemo) worthLooking() bool {
+	n := m.lookups.Load()
+	return n < memoTrial || m.hits.Load()*4 >= n
 }
 
 // renamed is d as block b's own: what decodeSandboxBlock sets from the
