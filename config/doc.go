@@ -14,11 +14,17 @@
 // the body hcl's whole-file parse gives, else the file is parsed whole
 // (parse.go); a piece written in the plain subset of HCL is parsed by a
 // faster parser that builds hcl's own syntax tree or declines, and hcl
-// parses what it declines (fastparse.go); and only sandbox blocks whose decoding touches nothing
-// shared (literal arguments) are decoded concurrently, their results then
-// taken in block order (sandbox_parallel.go). The evaluation limits
-// (limits.go, loopwork.go) apply to every expression that can loop or call
-// a function; literals, which can do neither, skip the walks (literal.go).
+// parses what it declines (fastparse.go); only sandbox blocks whose
+// decoding touches nothing shared (literal arguments) are decoded
+// concurrently, their results then taken in block order
+// (sandbox_parallel.go); and such a block whose arguments are, text for
+// text, those of one that decoded without a diagnostic gets a renamed
+// copy of that result (sandbox_memo.go). Constant arguments are read from
+// the syntax tree as hcl would evaluate them (literalvalue.go), and a
+// block's content is taken without hcl's bookkeeping when hcl would
+// report nothing (content.go). The evaluation limits (limits.go,
+// loopwork.go) apply to every expression that can loop or call a
+// function; literals, which can do neither, skip the walks (literal.go).
 //
 // Problems are reported as hcl.Diagnostics with source ranges and are never
 // turned into strings in this package; the CLI renders them. Load always
