@@ -81,3 +81,16 @@ func TestBuildInPiecesIsOneLoop(t *testing.T) {
 		t.Fatalf("%d refusals, one loop has %d, or they differ", len(ne.Refusals), len(wantRefusals))
 	}
 }
+
+// A plan with nothing to do still chooses images (of nothing).
+func TestBuildOfNothing(t *testing.T) {
+	cfg := cfgOf()
+	cfg.Provider = defaultProvider()
+	p, err := Build(cfg, snapOf(), nil, Options{Now: now})
+	if err != nil || len(p.Changes) != 0 {
+		t.Fatalf("Build of nothing: %v, %d changes", err, len(p.Changes))
+	}
+	if err := ChooseImagesFor(nil, cfg.ProviderFor); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -23,7 +23,8 @@ import (
 type Client struct {
 	program string // its name, for errors
 	rpc     *rpc.Client
-	cmd     *exec.Cmd // nil for Connect
+	cmd     *exec.Cmd      // nil for Connect
+	stdin   io.WriteCloser // the program's standard input (nil for Connect)
 	next    atomic.Uint64
 	closed  atomic.Bool
 	// exited is set when a call finds the connection gone: the program
@@ -55,7 +56,7 @@ func Start(ctx context.Context, path string, s Settings) (*Client, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	c := &Client{program: path, rpc: jsonrpc.NewClient(pipe{out, in}), cmd: cmd}
+	c := &Client{program: path, rpc: jsonrpc.NewClient(pipe{out, in}), cmd: cmd, stdin: in}
 	if err := c.open(ctx, s); err != nil {
 		c.Close()
 		return nil, err
@@ -93,12 +94,17 @@ func (c *Client) call(ctx context.Context, method string, args func(Call) any, r
 	if d, ok := ctx.Deadline(); ok {
 		cl.Deadline = d
 	}
-	cl.Cancelled = ctx.Err() != nil
+	// A deadline is the program's to enforce (it has the same clock), so
+	// the provider sees DeadlineExceeded as it would in process; only a
+	// cancellation is sent.
+	cl.Cancelled = errors.Is(ctx.Err(), context.Canceled)
 	pending := c.rpc.Go(service+"."+method, args(cl), reply, make(chan *rpc.Call, 1))
 	select {
 	case <-pending.Done:
 	case <-ctx.Done():
-		c.rpc.Go(service+".Cancel", cl.ID, &struct{}{}, make(chan *rpc.Call, 1))
+		if errors.Is(ctx.Err(), context.Canceled) {
+			c.rpc.Go(service+".Cancel", cl.ID, &struct{}{}, make(chan *rpc.Call, 1))
+		}
 		<-pending.Done
 	}
 	if pending.Error != nil {
@@ -115,19 +121,18 @@ func (c *Client) call(ctx context.Context, method string, args func(Call) any, r
 // caller (serve) then starts it again rather than failing every call.
 func (c *Client) Exited() bool { return c.exited.Load() }
 
-// Close ends the program: its standard input closes, it closes its
-// provider and exits. A program that does not end within 10 s is killed.
+// Close ends the program: its standard input closes, it answers what it
+// was asked, closes its provider and exits, and its output ends. (Closing
+// the output first would kill it with SIGPIPE mid-answer.) A program
+// that does not end within 10 s is killed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	err := c.rpc.Close()
-	if errors.Is(err, rpc.ErrShutdown) {
-		err = nil
-	}
 	if c.cmd == nil {
-		return err
+		return ignoreShutdown(c.rpc.Close())
 	}
+	err := c.stdin.Close()
 	done := make(chan error, 1)
 	go func() { done <- c.cmd.Wait() }()
 	select {
@@ -139,6 +144,15 @@ func (c *Client) Close() error {
 		c.cmd.Process.Kill()
 		<-done
 		err = errors.Join(err, fmt.Errorf("%s did not end when asked; killed", c.program))
+	}
+	return errors.Join(err, ignoreShutdown(c.rpc.Close()))
+}
+
+// ignoreShutdown drops the error of closing a connection already closed
+// (by the program's end).
+func ignoreShutdown(err error) error {
+	if errors.Is(err, rpc.ErrShutdown) || errors.Is(err, os.ErrClosed) {
+		return nil
 	}
 	return err
 }

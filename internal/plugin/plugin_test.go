@@ -10,9 +10,11 @@ import (
 	"net/rpc"
 	"net/rpc/jsonrpc"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +34,7 @@ const serveEnv = "SANDBOXER_PLUGIN_TEST_SERVE"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(serveEnv) == "1" {
+		signal.Ignore(syscall.SIGPIPE) // as kubeplugin.Main
 		if err := plugin.Serve(os.Stdin, os.Stdout, openTestProvider); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"k8s.io/klog/v2"
 
@@ -26,6 +28,10 @@ func Main() int {
 	// provider's errors.
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
+	// A sandboxer that ended abruptly closes the pipe this answers on: a
+	// write then fails (and Serve returns, closing the provider) rather
+	// than the signal killing the program.
+	signal.Ignore(syscall.SIGPIPE)
 	if len(os.Args) > 1 {
 		fmt.Fprintf(os.Stderr, "%s is started by sandboxer, which talks to it over standard input and output; it takes no arguments\n", plugin.KubernetesProgram)
 		return 1
