@@ -126,6 +126,8 @@ func codeOf(err error) (code api.Code, allowed []string, msg string) {
 		return api.CodeNotFound, nil, msg
 	case errors.Is(err, apply.ErrEngine):
 		return api.CodeEngineUnreachable, nil, msg
+	case errors.Is(err, apply.ErrTransient):
+		return api.CodeUnavailable, nil, msg
 	}
 	return "", nil, msg
 }

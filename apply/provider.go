@@ -18,6 +18,13 @@ var ErrNotFound = errors.New("not found")
 // which would rotate credentials that are still in use.
 var ErrEngine = errors.New("cannot reach the Docker engine")
 
+// ErrTransient is wrapped by provider errors that pass: the engine was
+// reached but could not finish in time or cut a stream under load (a
+// readiness deadline, an exec stream cut again and again). Nothing was
+// left behind, and the same request may succeed when tried again; the
+// front ends answer it as unavailable with a hint to retry.
+var ErrTransient = errors.New("the engine could not finish in time; try again")
+
 // Provider creates, probes and deletes sandbox instances on some engine.
 // Implementations live under providers/; this is all apply needs of them.
 type Provider interface {

@@ -27,7 +27,24 @@ func (p *Provider) Dump(ctx context.Context, rec *state.Record, service string, 
 	var err error
 	switch service {
 	case pgsvc.Name:
-		err = p.withPGData(rec, func(d pgsvc.Data) error { return d.Dump(ctx, w) })
+		// A cut stream dumps again from the start where w can be put
+		// back (a file); pg_dump only reads.
+		rewind := rewindable(w)
+		attempt := 0
+		err = p.withPGData(rec, func(d pgsvc.Data) error {
+			dump := func() error {
+				if attempt++; attempt > 1 {
+					if err := rewind(); err != nil {
+						return err
+					}
+				}
+				return d.Dump(ctx, w)
+			}
+			if rewind == nil {
+				return transientCut("dump postgres", rec.Resources.Pod, dump())
+			}
+			return retryCut(ctx, "dump postgres", rec.Resources.Pod, dump)
+		})
 	case redissvc.Name:
 		err = redisData(rec, func(c state.Credentials) error { return redissvc.Dump(ctx, c, w) })
 	default:
@@ -41,7 +58,11 @@ func (p *Provider) Load(ctx context.Context, rec *state.Record, service string, 
 	var err error
 	switch service {
 	case pgsvc.Name:
-		err = p.withPGData(rec, func(pd pgsvc.Data) error { return pd.Load(ctx, d) })
+		// Load replaces the database from a template it builds under a
+		// scratch name: running it again after a cut stream is safe.
+		err = p.withPGData(rec, func(pd pgsvc.Data) error {
+			return retryCut(ctx, "load postgres", rec.Resources.Pod, func() error { return pd.Load(ctx, d) })
+		})
 	case redissvc.Name:
 		err = redisData(rec, func(c state.Credentials) error { return redissvc.Load(ctx, c, d.Path) })
 	default:
@@ -55,12 +76,18 @@ func (p *Provider) Keep(ctx context.Context, rec *state.Record, service string, 
 	if service != pgsvc.Name {
 		return nil
 	}
-	return redact.ForRecord(rec).Err(p.withPGData(rec, func(pd pgsvc.Data) error { return pd.Keep(ctx, d) }))
+	return redact.ForRecord(rec).Err(p.withPGData(rec, func(pd pgsvc.Data) error {
+		return retryCut(ctx, "keep a template of postgres", rec.Resources.Pod, func() error { return pd.Keep(ctx, d) })
+	}))
 }
 
 // RunSQL runs seed files with the pod's psql as the handed-out role.
 func (p *Provider) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
-	return redact.ForRecord(rec).Err(p.withPGData(rec, func(d pgsvc.Data) error { return d.RunSQL(ctx, files) }))
+	// A seed file's SQL may not be safe to run twice, so a cut stream is
+	// not retried: it is transient, and the create that seeds rolls back.
+	return redact.ForRecord(rec).Err(p.withPGData(rec, func(d pgsvc.Data) error {
+		return transientCut("run the seed files", rec.Resources.Pod, d.RunSQL(ctx, files))
+	}))
 }
 
 func (p *Provider) withPGData(rec *state.Record, op func(pgsvc.Data) error) error {

@@ -38,11 +38,15 @@ func (r podRunner) Exec(ctx context.Context, _ string, cmd []string, stdout io.W
 // CopyIn puts files into dir with `tar -xf - -C /` fed from a stream:
 // files maps names to local paths, inline names to contents. Files are
 // 0644 in a 0755 directory, as on Docker.
+// A cut stream writes the files again (retryCut).
 func (r podRunner) CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTar(pw, dir, files, inline)) }()
-	err := r.execStdin(ctx, []string{"tar", "-xf", "-", "-C", "/"}, pr, nil)
-	pr.CloseWithError(io.ErrClosedPipe)
+	err := retryCut(ctx, "copy files into "+dir, r.pod, func() error {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(writeTar(pw, dir, files, inline)) }()
+		err := r.execStdin(ctx, []string{"tar", "-xf", "-", "-C", "/"}, pr, nil)
+		pr.CloseWithError(io.ErrClosedPipe)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("copy files into %s/%s: %w", r.pod, r.container, err)
 	}

@@ -65,14 +65,22 @@ func (p *Provider) inspect(ctx context.Context, service string, img config.Image
 		return imageFacts{}, "", fmt.Errorf("the kubelet reported no image ID for image %s", img.Ref)
 	}
 	r := podRunner{p: p, pod: name, container: "inspect"}
-	f, err := readAccount(ctx, r, service, asNobody)
+	var f imageFacts
+	err = retryCut(ctx, "read the service user of image "+img.Ref, name, func() (err error) {
+		f, err = readAccount(ctx, r, service, asNobody)
+		return err
+	})
 	if err != nil {
 		return imageFacts{}, "", fmt.Errorf("image %s: %w", img.Ref, err)
 	}
 	switch service {
 	case pgsvc.Name:
 		allowed := p.cat.Allowed(service)
-		versions, err := pgsvc.Extensions(ctx, podFiles{r: r}, f.env("PG_MAJOR"), func(n string) bool { return slices.Contains(allowed, n) })
+		var versions map[string]string
+		err := retryCut(ctx, "read the extensions of image "+img.Ref, name, func() (err error) {
+			versions, err = pgsvc.Extensions(ctx, podFiles{r: r}, f.env("PG_MAJOR"), func(n string) bool { return slices.Contains(allowed, n) })
+			return err
+		})
 		if err != nil {
 			return imageFacts{}, "", fmt.Errorf("image %s: %w", img.Ref, err)
 		}

@@ -111,14 +111,19 @@ func (p *Provider) deliverTLS(ctx context.Context, b *build, podIP string) error
 		return err
 	}
 	r := podRunner{p: p, pod: b.name, container: tlsInitName}
-	if err := r.execStdin(ctx, []string{"tar", "-xf", "-", "-C", tlsInitMount}, bytes.NewReader(data), nil); err != nil {
+	err = retryCut(ctx, "hand the TLS files to the pod", b.name, func() error {
+		err := r.execStdin(ctx, []string{"tar", "-xf", "-", "-C", tlsInitMount}, bytes.NewReader(data), nil)
 		// The marker is the stream's last entry, and the init container
 		// ends as soon as it exists, killing tar while it still closes up
 		// (exit 137). An init container that then succeeded saw the
-		// marker, so every file before it is in place.
-		if p.tlsInitSucceeded(ctx, b.name) {
+		// marker, so every file before it is in place. One that did not
+		// is still waiting for it: a cut stream writes the files again.
+		if err != nil && p.tlsInitSucceeded(ctx, b.name) {
 			return nil
 		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("hand the TLS files to the pod: %w", err)
 	}
 	return nil

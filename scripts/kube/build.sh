@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Builds the binaries of a single-node Kubernetes cluster from the Go module
 # proxy into .kube/bin (git-ignored): etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl,
-# kwok, CoreDNS (only the plugins the cluster uses), crictl and a static
-# pause program. There is no registry here, so nothing is downloaded as a
-# release binary.
+# kube-controller-manager, kube-scheduler, kubelet, kubectl, kwok, CoreDNS
+# (only the plugins the cluster uses) and, with KUBE_PROXY=1, kube-proxy,
+# all as one program (kubeall, symlinked under each name); crictl; and a
+# static pause program. There is no registry here, so nothing is
+# downloaded as a release binary.
 #
 # k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces its 31
 # staging modules with local paths), so a small wrapper module requires it
 # and points every staging module at its published v0.x release. Each part
-# has its own module under .kube/src and a stamp of its inputs in
-# .kube/bin/.stamp-PART: an unchanged part is not rebuilt, and the Go build
-# cache makes a rebuild after `make clean` cheap.
+# has a stamp of its inputs in .kube/bin/.stamp-PART: an unchanged part is
+# not rebuilt, and the Go build cache makes a rebuild after `make clean`
+# (or in a fresh clone on the same machine) a link of a minute or two.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -19,8 +20,6 @@ export PATH="/usr/local/go/bin:$PATH"
 K8S_VERSION=v1.34.4
 STAGING_VERSION=v0.34.4
 ETCD_VERSION=v3.6.4
-KWOK_VERSION=v0.8.0
-COREDNS_VERSION=v1.15.0
 CRICTL_VERSION=v1.34.0
 out=.kube
 src="$out/src"
@@ -42,11 +41,34 @@ fresh() {
 }
 stamped() { echo "$stamp" >"$bin/.stamp-$1"; }
 
-# --- etcd and the Kubernetes components --------------------------------
-mkdir -p "$src/k8s"
+# --- one module, one go build, one link --------------------------------
+# Every Go part of the cluster (etcd, the Kubernetes components, kubectl,
+# kwok, CoreDNS with the plugins its Corefile uses) is one program that
+# runs the part named by its argv[0]; .kube/bin/NAME are symlinks to it.
+# One module means one version of each shared dependency (client-go,
+# grpc, etcd's client, protobuf: each compiled once, not once per part),
+# and one program means one link rather than seven. crictl is a second
+# main package of the same build (its code is package main). kube-proxy
+# is compiled in only with KUBE_PROXY=1 (nothing else uses it).
+# Versions are those whose Kubernetes libraries meet at v0.34: kwok and
+# CoreDNS builds against the same client-go as the cluster.
+KWOK_VERSION=v0.7.0
+COREDNS_VERSION=v1.13.2
+mkdir -p "$src/all/kubeall"
 modfile="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
 staging="$(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "$modfile")"
-k8s_gomod="$(
+# A staging module the proxy does not serve at that version (the sample
+# ones, which nothing here imports) is replaced by an empty local module,
+# so the module graph still loads.
+stubs=""
+for m in $staging; do
+  if ! go mod download "$m@$STAGING_VERSION" >/dev/null 2>&1; then
+    mkdir -p "$src/all/stub/${m#k8s.io/}"
+    echo "module $m" >"$src/all/stub/${m#k8s.io/}/go.mod"
+    stubs="$stubs $m"
+  fi
+done
+all_gomod="$(
   echo "module sandboxer.local/kubebuild"
   echo
   echo "go 1.24"
@@ -54,117 +76,155 @@ k8s_gomod="$(
   echo "require ("
   echo "	k8s.io/kubernetes $K8S_VERSION"
   echo "	go.etcd.io/etcd/server/v3 $ETCD_VERSION"
-  for m in $staging; do echo "	$m $STAGING_VERSION"; done
+  echo "	sigs.k8s.io/kwok $KWOK_VERSION"
+  echo "	github.com/coredns/coredns $COREDNS_VERSION"
+  echo "	sigs.k8s.io/cri-tools $CRICTL_VERSION"
+  for m in $staging; do case " $stubs " in *" $m "*) ;; *) echo "	$m $STAGING_VERSION" ;; esac; done
   echo ")"
   echo
-  for m in $staging; do echo "replace $m => $m $STAGING_VERSION"; done
+  for m in $staging; do
+    case " $stubs " in
+    *" $m "*) echo "replace $m => ./stub/${m#k8s.io/}" ;;
+    *) echo "replace $m => $m $STAGING_VERSION" ;;
+    esac
+  done
 )"
-k8s_tools='//go:build tools
-
-package kubebuild
-
-import (
-	_ "go.etcd.io/etcd/server/v3"
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-proxy"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-	_ "k8s.io/kubernetes/cmd/kubelet"
-)'
-ver="k8s.io/component-base/version"
-ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=34 -X $ver.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
-if fresh k8s "$k8s_gomod" "$k8s_tools" "$ldflags" -- \
-  etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl; then
-  echo "etcd and Kubernetes $K8S_VERSION up to date in $bin"
-else
-  printf '%s\n' "$k8s_gomod" >"$src/k8s/go.mod"
-  printf '%s\n' "$k8s_tools" >"$src/k8s/tools.go"
-  (
-    cd "$src/k8s"
-    GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
-    echo "building etcd and Kubernetes $K8S_VERSION (about 10 minutes on 2 idle cores the first time)"
-    GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$ldflags" -o ../../bin/ \
-      go.etcd.io/etcd/server/v3 \
-      k8s.io/kubernetes/cmd/kube-apiserver \
-      k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler \
-      k8s.io/kubernetes/cmd/kube-proxy \
-      k8s.io/kubernetes/cmd/kubelet \
-      k8s.io/kubernetes/cmd/kubectl
-  )
-  # go build names etcd's binary after its import path's last element
-  # without the major version suffix: "server".
-  mv "$bin/server" "$bin/etcd"
-  stamped k8s
-fi
-
-# gomodule PART MODULE VERSION PKG OUT [LDFLAGS]: builds PKG of MODULE at
-# VERSION into .kube/bin/OUT in a module of its own.
-gomodule() {
-  local part=$1 mod=$2 version=$3 pkg=$4 outname=$5 flags=${6:-"-s -w"}
-  if fresh "$part" "$mod@$version" "$pkg" "$flags" -- "$outname"; then
-    echo "$outname $version up to date in $bin"
-    return 0
-  fi
-  mkdir -p "$src/$part"
-  (
-    cd "$src/$part"
-    [ -f go.mod ] || go mod init "sandboxer.local/${part}build" >/dev/null 2>&1
-    echo "building $outname $version"
-    GOFLAGS=-mod=mod go get "$mod@$version" >/dev/null 2>&1
-    GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$flags" -o "../../bin/$outname" "$pkg"
-  )
-  stamped "$part"
-}
-
-# kwok: fake nodes for the 1,000-sandbox API scale test.
-gomodule kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok kwok
-# Its "fast" stages (nodes Ready at once with lease heartbeats, pods Ready
-# at once, deleted at once), as kwokctl uses them, from the module's files.
-if [ ! -s "$bin/kwok-stages.yaml" ] || [ "$bin/kwok-stages.yaml" -ot "$bin/.stamp-kwok" ]; then
-  kwokdir="$(cd "$src/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
-  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
-    echo "---"
-    cat "$kwokdir/kustomize/stage/$f"
-  done >"$bin/kwok-stages.yaml"
-fi
-# crictl: down.sh stops and removes pod sandboxes through the CRI, which
-# tears down their network namespaces and CNI state properly.
-gomodule crictl sigs.k8s.io/cri-tools "$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl crictl \
-  "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
-
-# CoreDNS with only the plugins the cluster's Corefile uses: the full
-# build pulls every cloud provider's SDK.
-coredns_main='package main
+proxy=0
+tags=()
+if [ "${KUBE_PROXY:-0}" = 1 ]; then proxy=1; tags=(-tags kubeproxy); fi
+all_main='// Command kubeall is every Go part of the local cluster in one program:
+// it runs the part its argv[0] names (scripts/kube/build.sh).
+package main
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	_ "time/tzdata"
+
+	"github.com/coredns/coredns/coremain"
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/forward"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/ready"
-
-	"github.com/coredns/coredns/coremain"
+	"github.com/spf13/pflag"
+	"go.etcd.io/etcd/server/v3/etcdmain"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	"k8s.io/component-base/cli"
+	"k8s.io/component-base/logs"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	kubectl "k8s.io/kubectl/pkg/cmd"
+	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
+	kwokconfig "sigs.k8s.io/kwok/pkg/config"
+	kwokcmd "sigs.k8s.io/kwok/pkg/kwok/cmd"
+	kwoklog "sigs.k8s.io/kwok/pkg/log"
+	kwoksignals "sigs.k8s.io/kwok/pkg/utils/signals"
 )
 
-func main() { coremain.Run() }'
-if fresh coredns "$COREDNS_VERSION" "$coredns_main" -- coredns; then
-  echo "coredns $COREDNS_VERSION up to date in $bin"
+// parts maps a program name to its main.
+var parts = map[string]func() int{
+	"etcd":                    func() int { etcdmain.Main(os.Args); return 0 },
+	"kube-apiserver":          func() int { return cli.Run(apiserver.NewAPIServerCommand()) },
+	"kube-controller-manager": func() int { return cli.Run(controllermanager.NewControllerManagerCommand()) },
+	"kube-scheduler":          func() int { return cli.Run(scheduler.NewSchedulerCommand()) },
+	"kubelet":                 func() int { return cli.Run(kubelet.NewKubeletCommand(context.Background())) },
+	"kubectl":                 kubectlMain,
+	"kwok":                    kwokMain,
+	"coredns":                 func() int { coremain.Run(); return 0 },
+}
+
+func kubectlMain() int {
+	logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) // nolint:errcheck
+	if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
+		kubectlutil.CheckErr(err)
+	}
+	return 0
+}
+
+func kwokMain() int {
+	flagset := pflag.NewFlagSet("global", pflag.ContinueOnError)
+	flagset.ParseErrorsAllowlist.UnknownFlags = true
+	flagset.Usage = func() {}
+	ctx := kwoksignals.SetupSignalContext()
+	ctx, logger := kwoklog.InitFlags(ctx, flagset)
+	ctx, err := kwokconfig.InitFlags(ctx, flagset)
+	if err != nil {
+		_, _ = os.Stderr.Write([]byte(flagset.FlagUsages()))
+		logger.Error("Init config flags", "err", err)
+		return 1
+	}
+	command := kwokcmd.NewCommand(ctx)
+	command.PersistentFlags().AddFlagSet(flagset)
+	if err := command.ExecuteContext(ctx); err != nil {
+		logger.Error("Execute exit", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	name := filepath.Base(os.Args[0])
+	run, ok := parts[name]
+	if !ok {
+		var names []string
+		for n := range parts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "kubeall: run me as one of %v (a symlink), not %q\n", names, name)
+		os.Exit(2)
+	}
+	os.Exit(run())
+}'
+proxy_main='//go:build kubeproxy
+
+package main
+
+import (
+	"k8s.io/component-base/cli"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
+)
+
+func init() { parts["kube-proxy"] = func() int { return cli.Run(proxy.NewProxyCommand()) } }'
+ver="k8s.io/component-base/version"
+ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=34 -X $ver.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
+parts=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kwok coredns)
+[ "$proxy" = 0 ] || parts+=(kube-proxy)
+if fresh all "$all_gomod" "$all_main" "$proxy_main" "$ldflags" "$proxy" -- kubeall crictl "${parts[@]}"; then
+  echo "the cluster's programs (Kubernetes $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION, CoreDNS $COREDNS_VERSION, crictl $CRICTL_VERSION) up to date in $bin"
 else
-  mkdir -p "$src/coredns"
+  printf '%s\n' "$all_gomod" >"$src/all/go.mod"
+  printf '%s\n' "$all_main" >"$src/all/kubeall/main.go"
+  printf '%s\n' "$proxy_main" >"$src/all/kubeall/proxy.go"
   (
-    cd "$src/coredns"
-    printf '%s\n' "$coredns_main" >main.go
-    [ -f go.mod ] || go mod init sandboxer.local/corednsbuild >/dev/null 2>&1
-    echo "building coredns $COREDNS_VERSION"
-    GOFLAGS=-mod=mod go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null 2>&1
-    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1
-    GOFLAGS=-mod=mod nice go build -trimpath -ldflags "-s -w" -o ../../bin/coredns .
+    cd "$src/all"
+    echo "building the cluster's programs in one go build (Kubernetes $K8S_VERSION, etcd, kwok, CoreDNS, crictl)"
+    # -mod=mod resolves what the requirements above leave open and writes
+    # go.sum; no tidy (it would fetch every dependency's test imports).
+    GOFLAGS=-mod=mod nice go build "${tags[@]}" -trimpath -ldflags "$ldflags" -o ../../bin/ \
+      ./kubeall sigs.k8s.io/cri-tools/cmd/crictl
   )
-  stamped coredns
+  for p in "${parts[@]}"; do ln -sf kubeall "$bin/$p"; done
+  [ "$proxy" = 1 ] || rm -f "$bin/kube-proxy"
+  # kwok's "fast" stages (nodes Ready at once with lease heartbeats, pods
+  # Ready at once, deleted at once), as kwokctl uses them, from its module.
+  kwokdir="$(cd "$src/all" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    echo "---"
+    cat "$kwokdir/kustomize/stage/$f"
+  done >"$bin/kwok-stages.yaml"
+  stamped all
 fi
 
 # The pod sandbox ("pause") program: sleeps until told to stop.
