@@ -30,6 +30,7 @@ import (
 // database, Redis answers as the app user, and the endpoints are what the
 // package promises.
 func TestHostClientsByPodIP(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	p, _ := newTestProvider(t)
 	lineage := newLineage(t, p)
 	rec := createInstance(t, p, apply.CreateRequest{Address: "sandbox.host", Lineage: lineage, Generation: 1, Features: bare()})
@@ -65,6 +66,7 @@ func TestHostClientsByPodIP(t *testing.T) {
 // redis-cli of the images themselves. The password reaches the client
 // through exec's stdin, never its spec.
 func TestInClusterClientsByServiceName(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	p, _ := newTestProvider(t)
 	lineage := newLineage(t, p)
 	rec := createInstance(t, p, apply.CreateRequest{Address: "sandbox.incluster", Lineage: lineage, Generation: 1, Features: bare(), Database: "appdb"})
@@ -107,6 +109,7 @@ func runClientPod(t *testing.T, ctx context.Context, p *Provider, sandbox, image
 // A deleted pod, and a pod whose service stopped, make Probe say
 // ErrNotFound (the plan then calls the sandbox dead and replaces it).
 func TestDeadPodIsNotFound(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	p, _ := newTestProvider(t)
 	lineage := newLineage(t, p)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -132,6 +135,7 @@ func TestDeadPodIsNotFound(t *testing.T) {
 // No password in the pod's spec, status, environment or arguments, in the
 // Service or NetworkPolicy, in annotations or in the namespace's events.
 func TestNoSecretsInSpecsOrEvents(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	p, secrets := newTestProvider(t)
 	lineage := newLineage(t, p)
 	rec := createInstance(t, p, apply.CreateRequest{Address: "sandbox.leak", Lineage: lineage, Generation: 1, Features: bare(),
@@ -180,6 +184,7 @@ func TestNoSecretsInSpecsOrEvents(t *testing.T) {
 // A TLS instance: both services speak TLS only, verified against the
 // instance's CA under the pod IP (as handed out) and the Service name.
 func TestTLSInstance(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	p, _ := newTestProvider(t)
 	lineage := newLineage(t, p)
 	rec := createInstance(t, p, apply.CreateRequest{Address: "sandbox.tls", Lineage: lineage, Generation: 1, Features: bare(),
@@ -219,6 +224,7 @@ func TestTLSInstance(t *testing.T) {
 // Snapshot, restore and seed SQL go through the exec API: a dump taken
 // from one instance loads into another; seed SQL runs as the app role.
 func TestDataThroughExec(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	p, _ := newTestProvider(t)
 	lineage := newLineage(t, p)
 	ctx := ctxFor(t, 3*time.Minute)
@@ -266,6 +272,7 @@ func TestDataThroughExec(t *testing.T) {
 
 // A missing namespace is a located error at New.
 func TestMissingNamespace(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	p, _ := newTestProvider(t)
 	cfg := *p.cfg
 	cfg.Namespace = "sbx-missing-" + randomSuffix()

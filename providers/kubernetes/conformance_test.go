@@ -9,6 +9,7 @@ import (
 // TestConformance runs the provider suite against the real cluster; what
 // it leaves is deleted by lineage, and nothing may be left.
 func TestConformance(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	providertest.Run(t, func(t *testing.T) providertest.Subject {
 		p, _ := newTestProvider(t)
 		lineage := newLineage(t, p)

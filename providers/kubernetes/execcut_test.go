@@ -156,6 +156,7 @@ func providerThrough(t *testing.T, kubeconfig string) *Provider {
 // create: the create reads again and succeeds, with what the image
 // provides found whole.
 func TestExecStreamCutIsReadAgain(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	cp, kc := newCutProxy(t, 2, 16<<10)
 	p := providerThrough(t, kc)
 	lineage := newLineage(t, p)
@@ -176,6 +177,7 @@ func TestExecStreamCutIsReadAgain(t *testing.T) {
 // Every exec stream cut: the create fails as transient, says what was
 // cut and what to do, and leaves nothing behind.
 func TestExecStreamCutEveryTimeFailsTransient(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	_, kc := newCutProxy(t, 1000, 16<<10)
 	p := providerThrough(t, kc)
 	lineage := newLineage(t, p)

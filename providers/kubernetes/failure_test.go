@@ -13,6 +13,7 @@ import (
 // A service that cannot start fails Create with its log, scrubbed, and
 // Create leaves nothing behind.
 func TestFailedCreateLeavesNothing(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	p, secrets := newTestProvider(t)
 	p.cfg.Images["redis"] = config.Image{Ref: testRedisImage(), Modules: map[string]string{"search": "/nonexistent/redisearch.so"}}
 	lineage := newLineage(t, p)

@@ -15,6 +15,7 @@ import (
 // every pod the provider makes: the sandbox's (TLS init container
 // included) and, after the root one is refused, the inspection's.
 func TestRestrictedPodSecurity(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	admin, _ := newTestProvider(t)
 	ctx := ctxFor(t, 4*time.Minute)
 	ns := "sbx-restricted-" + randomSuffix()

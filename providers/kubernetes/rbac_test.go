@@ -31,6 +31,7 @@ var roleYAML []byte
 // (cold cache), creates a TLS sandbox, probes, dumps through exec, lists
 // and deletes. Without pods/exec, the error names the verb and resource.
 func TestRoleIsEnough(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	prov, _ := newTestProvider(t)
 	ctx := ctxFor(t, 5*time.Minute)
 	// RBAC and service accounts are no business of the provider's own

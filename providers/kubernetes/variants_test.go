@@ -16,6 +16,7 @@ import (
 // redis entrypoint that loads every module it ships (redis:8). The pod
 // must run each as the image expects, from what the inspection read.
 func TestImageVariants(t *testing.T) {
+	t.Parallel() // each test has its own lineage (or namespace) and provider
 	for _, tc := range []struct{ postgres, redis string }{
 		{"sandboxer.local/variant:postgres-uid70", "sandboxer.local/variant:redis-autoload"},
 		{"sandboxer.local/variant:postgres-18layout", testRedisImage()},

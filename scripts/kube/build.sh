@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the binaries of a single-node Kubernetes cluster from the Go module
 # proxy into .kube/bin (git-ignored): etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kubectl, kwok, CoreDNS
-# (only the plugins the cluster uses) and, with KUBE_PROXY=1, kube-proxy,
-# all as one program (kubeall, symlinked under each name); crictl; and a
-# static pause program. There is no registry here, so nothing is
+# kube-controller-manager, kube-scheduler, kubelet, CoreDNS (only the
+# plugins the cluster uses) and, as KUBE_PARTS asks, kubectl and
+# kube-proxy, all as one program (kubeall, symlinked under each name);
+# crictl; kwok (KUBE_PARTS); and a static pause program. There is no registry here, so nothing is
 # downloaded as a release binary.
 #
 # k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces its 31
@@ -42,18 +42,26 @@ fresh() {
 stamped() { echo "$stamp" >"$bin/.stamp-$1"; }
 
 # --- one module, one go build, one link --------------------------------
-# Every Go part of the cluster (etcd, the Kubernetes components, kubectl,
-# kwok, CoreDNS with the plugins its Corefile uses) is one program that
-# runs the part named by its argv[0]; .kube/bin/NAME are symlinks to it.
-# One module means one version of each shared dependency (client-go,
-# grpc, etcd's client, protobuf: each compiled once, not once per part),
-# and one program means one link rather than seven. crictl is a second
-# main package of the same build (its code is package main). kube-proxy
-# is compiled in only with KUBE_PROXY=1 (nothing else uses it).
-# Versions are those whose Kubernetes libraries meet at v0.34: kwok and
-# CoreDNS builds against the same client-go as the cluster.
-KWOK_VERSION=v0.7.0
-COREDNS_VERSION=v1.13.2
+# The cluster's Go parts (etcd, the Kubernetes components, CoreDNS with
+# the plugins its Corefile uses) are one program that runs the part named
+# by its argv[0]; .kube/bin/NAME are symlinks to it. One module means one
+# version of each shared dependency (client-go, grpc, etcd's client,
+# protobuf: each compiled once, not once per part), and one program means
+# one link rather than seven. crictl is a second main package of the same
+# build (its code is package main).
+#
+# Only what is used is compiled. KUBE_PARTS lists the optional parts:
+#   kubectl  for people and scripts/kube/smoke.sh (up.sh uses curl)
+#   kwok     fake nodes for the scale benchmark (make bench-kube); built in
+#            a module of its own (no kwok release compiles against v0.34)
+#   proxy    kube-proxy, only with KUBE_PROXY=1
+# The default is "kubectl kwok" (plus proxy with KUBE_PROXY=1); CI, whose
+# tests use none of them, sets KUBE_PARTS="".
+COREDNS_VERSION=v1.13.2 # its Kubernetes libraries are v0.34, as the cluster's
+KWOK_VERSION=v0.8.0
+KUBE_PARTS="${KUBE_PARTS-kubectl kwok}"
+[ "${KUBE_PROXY:-0}" != 1 ] || KUBE_PARTS="$KUBE_PARTS proxy"
+want() { case " $KUBE_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$src/all/kubeall"
 modfile="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
 staging="$(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "$modfile")"
@@ -76,7 +84,6 @@ all_gomod="$(
   echo "require ("
   echo "	k8s.io/kubernetes $K8S_VERSION"
   echo "	go.etcd.io/etcd/server/v3 $ETCD_VERSION"
-  echo "	sigs.k8s.io/kwok $KWOK_VERSION"
   echo "	github.com/coredns/coredns $COREDNS_VERSION"
   echo "	sigs.k8s.io/cri-tools $CRICTL_VERSION"
   for m in $staging; do case " $stubs " in *" $m "*) ;; *) echo "	$m $STAGING_VERSION" ;; esac; done
@@ -89,10 +96,7 @@ all_gomod="$(
     esac
   done
 )"
-proxy=0
-tags=()
-if [ "${KUBE_PROXY:-0}" = 1 ]; then proxy=1; tags=(-tags kubeproxy); fi
-all_main='// Command kubeall is every Go part of the local cluster in one program:
+all_main='// Command kubeall is the Go parts of the local cluster in one program:
 // it runs the part its argv[0] names (scripts/kube/build.sh).
 package main
 
@@ -111,65 +115,25 @@ import (
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/ready"
-	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/server/v3/etcdmain"
-	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/component-base/cli"
-	"k8s.io/component-base/logs"
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
-	kubectl "k8s.io/kubectl/pkg/cmd"
-	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
-	kwokconfig "sigs.k8s.io/kwok/pkg/config"
-	kwokcmd "sigs.k8s.io/kwok/pkg/kwok/cmd"
-	kwoklog "sigs.k8s.io/kwok/pkg/log"
-	kwoksignals "sigs.k8s.io/kwok/pkg/utils/signals"
 )
 
-// parts maps a program name to its main.
+// parts maps a program name to its main; optional parts add themselves.
 var parts = map[string]func() int{
 	"etcd":                    func() int { etcdmain.Main(os.Args); return 0 },
 	"kube-apiserver":          func() int { return cli.Run(apiserver.NewAPIServerCommand()) },
 	"kube-controller-manager": func() int { return cli.Run(controllermanager.NewControllerManagerCommand()) },
 	"kube-scheduler":          func() int { return cli.Run(scheduler.NewSchedulerCommand()) },
 	"kubelet":                 func() int { return cli.Run(kubelet.NewKubeletCommand(context.Background())) },
-	"kubectl":                 kubectlMain,
-	"kwok":                    kwokMain,
 	"coredns":                 func() int { coremain.Run(); return 0 },
-}
-
-func kubectlMain() int {
-	logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) // nolint:errcheck
-	if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
-		kubectlutil.CheckErr(err)
-	}
-	return 0
-}
-
-func kwokMain() int {
-	flagset := pflag.NewFlagSet("global", pflag.ContinueOnError)
-	flagset.ParseErrorsAllowlist.UnknownFlags = true
-	flagset.Usage = func() {}
-	ctx := kwoksignals.SetupSignalContext()
-	ctx, logger := kwoklog.InitFlags(ctx, flagset)
-	ctx, err := kwokconfig.InitFlags(ctx, flagset)
-	if err != nil {
-		_, _ = os.Stderr.Write([]byte(flagset.FlagUsages()))
-		logger.Error("Init config flags", "err", err)
-		return 1
-	}
-	command := kwokcmd.NewCommand(ctx)
-	command.PersistentFlags().AddFlagSet(flagset)
-	if err := command.ExecuteContext(ctx); err != nil {
-		logger.Error("Execute exit", "err", err)
-		return 1
-	}
-	return 0
 }
 
 func main() {
@@ -186,6 +150,29 @@ func main() {
 	}
 	os.Exit(run())
 }'
+kubectl_main='//go:build kubectl
+
+package main
+
+import (
+	"os"
+
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	"k8s.io/component-base/cli"
+	"k8s.io/component-base/logs"
+	kubectl "k8s.io/kubectl/pkg/cmd"
+	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
+)
+
+func init() {
+	parts["kubectl"] = func() int {
+		logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) // nolint:errcheck
+		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
+			kubectlutil.CheckErr(err)
+		}
+		return 0
+	}
+}'
 proxy_main='//go:build kubeproxy
 
 package main
@@ -198,33 +185,56 @@ import (
 func init() { parts["kube-proxy"] = func() int { return cli.Run(proxy.NewProxyCommand()) } }'
 ver="k8s.io/component-base/version"
 ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=34 -X $ver.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
-parts=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kwok coredns)
-[ "$proxy" = 0 ] || parts+=(kube-proxy)
-if fresh all "$all_gomod" "$all_main" "$proxy_main" "$ldflags" "$proxy" -- kubeall crictl "${parts[@]}"; then
-  echo "the cluster's programs (Kubernetes $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION, CoreDNS $COREDNS_VERSION, crictl $CRICTL_VERSION) up to date in $bin"
+names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet coredns)
+tags=""
+if want kubectl; then names+=(kubectl); tags="$tags,kubectl"; fi
+if want proxy; then names+=(kube-proxy); tags="$tags,kubeproxy"; fi
+tags="${tags#,}"
+if fresh all "$all_gomod" "$all_main" "$kubectl_main" "$proxy_main" "$ldflags" "$tags" -- kubeall crictl "${names[@]}"; then
+  echo "the cluster's programs (Kubernetes $K8S_VERSION, etcd $ETCD_VERSION, CoreDNS $COREDNS_VERSION, crictl $CRICTL_VERSION${tags:+, $tags}) up to date in $bin"
 else
   printf '%s\n' "$all_gomod" >"$src/all/go.mod"
   printf '%s\n' "$all_main" >"$src/all/kubeall/main.go"
+  printf '%s\n' "$kubectl_main" >"$src/all/kubeall/kubectl.go"
   printf '%s\n' "$proxy_main" >"$src/all/kubeall/proxy.go"
   (
     cd "$src/all"
-    echo "building the cluster's programs in one go build (Kubernetes $K8S_VERSION, etcd, kwok, CoreDNS, crictl)"
+    echo "building the cluster's programs in one go build (Kubernetes $K8S_VERSION, etcd, CoreDNS, crictl${tags:+, $tags})"
     # -mod=mod resolves what the requirements above leave open and writes
     # go.sum; no tidy (it would fetch every dependency's test imports).
-    GOFLAGS=-mod=mod nice go build "${tags[@]}" -trimpath -ldflags "$ldflags" -o ../../bin/ \
+    GOFLAGS=-mod=mod nice go build -tags "$tags" -trimpath -ldflags "$ldflags" -o ../../bin/ \
       ./kubeall sigs.k8s.io/cri-tools/cmd/crictl
   )
-  for p in "${parts[@]}"; do ln -sf kubeall "$bin/$p"; done
-  [ "$proxy" = 1 ] || rm -f "$bin/kube-proxy"
-  # kwok's "fast" stages (nodes Ready at once with lease heartbeats, pods
-  # Ready at once, deleted at once), as kwokctl uses them, from its module.
-  kwokdir="$(cd "$src/all" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
-  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
-    echo "---"
-    cat "$kwokdir/kustomize/stage/$f"
-  done >"$bin/kwok-stages.yaml"
+  rm -f "$bin/kubectl" "$bin/kube-proxy"
+  for p in "${names[@]}"; do ln -sf kubeall "$bin/$p"; done
   stamped all
+fi
+
+# kwok: fake nodes for the scale benchmark, in a module of its own.
+if want kwok; then
+  if fresh kwok "sigs.k8s.io/kwok@$KWOK_VERSION" -- kwok; then
+    echo "kwok $KWOK_VERSION up to date in $bin"
+  else
+    mkdir -p "$src/kwok"
+    (
+      cd "$src/kwok"
+      [ -f go.mod ] || go mod init sandboxer.local/kwokbuild >/dev/null 2>&1
+      echo "building kwok $KWOK_VERSION"
+      GOFLAGS=-mod=mod go get "sigs.k8s.io/kwok@$KWOK_VERSION" >/dev/null 2>&1
+      GOFLAGS=-mod=mod nice go build -trimpath -ldflags "-s -w" -o ../../bin/kwok sigs.k8s.io/kwok/cmd/kwok
+    )
+    stamped kwok
+  fi
+  # Its "fast" stages (nodes Ready at once with lease heartbeats, pods
+  # Ready at once, deleted at once), as kwokctl uses them, from its module.
+  if [ ! -s "$bin/kwok-stages.yaml" ] || [ "$bin/kwok-stages.yaml" -ot "$bin/.stamp-kwok" ]; then
+    kwokdir="$(cd "$src/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+      pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+      echo "---"
+      cat "$kwokdir/kustomize/stage/$f"
+    done >"$bin/kwok-stages.yaml"
+  fi
 fi
 
 # The pod sandbox ("pause") program: sleeps until told to stop.

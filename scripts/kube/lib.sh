@@ -108,3 +108,9 @@ wait_for() {
 }
 
 kctl() { kubectl --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+# api PATH: GETs PATH from the API server as the admin (curl: the scripts
+# that start and stop the cluster need no kubectl, which CI does not build).
+api() {
+  curl -fsS --max-time 10 --cacert "$KUBE_RUN/pki/ca.crt" --cert "$KUBE_RUN/pki/admin.crt" \
+    --key "$KUBE_RUN/pki/admin.key" "https://$(cat "$KUBE_RUN/node-ip"):$APISERVER_PORT$1"
+}

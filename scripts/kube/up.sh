@@ -31,8 +31,12 @@ export KUBE_LOCKED=1
 daemons=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd coredns kubelet)
 [ "$KWOK_NODES" = 0 ] || daemons+=(kwok)
 [ "${KUBE_PROXY:-0}" != 1 ] || daemons+=(kube-proxy)
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl coredns crictl pause; do
-  [ -x "$KUBE_BIN/$b" ] || die "$KUBE_BIN/$b missing: run scripts/kube/build.sh (make kube does)"
+need=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet coredns crictl pause)
+# kwok-nodes.sh applies the fake nodes with kubectl.
+[ "$KWOK_NODES" = 0 ] || need+=(kwok kubectl)
+[ "${KUBE_PROXY:-0}" != 1 ] || need+=(kube-proxy)
+for b in "${need[@]}"; do
+  [ -x "$KUBE_BIN/$b" ] || die "$KUBE_BIN/$b missing: run scripts/kube/build.sh (make kube does; KUBE_PARTS says which optional parts it builds)"
 done
 
 healthy() {
@@ -40,7 +44,7 @@ healthy() {
   for d in "${daemons[@]}"; do
     alive "$d" || return 1
   done
-  [ -f "$KUBE_RUN/up-complete" ] && kctl get --raw /readyz >/dev/null 2>&1
+  [ -f "$KUBE_RUN/up-complete" ] && api /readyz >/dev/null 2>&1
 }
 if healthy; then
   echo "$KUBECONFIG_PATH"
@@ -134,7 +138,7 @@ start kube-apiserver kube-apiserver \
   --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types InternalIP,Hostname \
   --cert-dir "$pki/apiserver-generated" --profiling=false --v=1
-wait_for 60 "the apiserver" kctl get --raw /readyz
+wait_for 60 "the apiserver" api /readyz
 mark "apiserver ready"
 
 cat >"$KUBE_RUN/scheduler.yaml" <<EOF
@@ -295,14 +299,14 @@ start kubelet kubelet --config "$KUBE_RUN/kubelet.yaml" --kubeconfig "$pki/kubel
   --root-dir "$kl" --cert-dir "$kl/pki" --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v=1
 
 node_ready() {
-  [ "$(kctl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+  api "/api/v1/nodes/$NODE_NAME" 2>/dev/null | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
 }
 wait_for 90 "the node to be Ready" node_ready
 mark "node $NODE_NAME Ready"
 # For cycletest.sh: a start that fails late, with everything running.
 if [ "${KUBE_TEST_FAIL:-}" = after-node ]; then die "failing on purpose (KUBE_TEST_FAIL=after-node)"; fi
 wait_for 30 "CoreDNS" curl -fsS "http://127.0.0.1:$DNS_READY_PORT/ready"
-wait_for 30 "the default service account" kctl get serviceaccount default -n default
+wait_for 30 "the default service account" api /api/v1/namespaces/default/serviceaccounts/default
 
 # --- kube-proxy (KUBE_PROXY=1): routes ClusterIP Services ---------------
 # Off by default: sandboxes use headless Services, and kube-proxy adds
