@@ -58,6 +58,29 @@ func (s *Sandboxer) Release(ctx context.Context, address, key string) (released 
 	return released, classify(err)
 }
 
+// Holder is one session's identity in the leases that keep an instance
+// while any session, in any process sharing the state, holds it.
+type Holder = ondemand.Holder
+
+// Hold records (or renews: a heartbeat) holder's lease on an instance.
+// Take it before the request: a last holder releasing meanwhile then
+// sees it.
+func (s *Sandboxer) Hold(ctx context.Context, address string, h Holder) error {
+	return classify(s.Broker().Hold(ctx, address, "", h))
+}
+
+// Unhold drops holder's lease, releasing nothing.
+func (s *Sandboxer) Unhold(ctx context.Context, address, holder string) error {
+	return classify(s.Broker().Unhold(ctx, address, "", holder))
+}
+
+// ReleaseUnheld drops holder's lease and releases the instance when no
+// live holder is left anywhere; held counts those that kept it.
+func (s *Sandboxer) ReleaseUnheld(ctx context.Context, address, holder string) (released bool, held int, err error) {
+	released, held, err = s.Broker().ReleaseUnheld(ctx, address, "", holder)
+	return released, held, classify(err)
+}
+
 // Extend sets the instance's expiry to now + ttl.
 func (s *Sandboxer) Extend(ctx context.Context, address, key, ttl string) (*Instance, error) {
 	rec, err := s.Broker().Extend(ctx, address, key, ttl)

@@ -92,13 +92,19 @@ func (s *Server) request(ctx context.Context, req *mcp.CallToolRequest, in reque
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	sbx, err := s.lib.Request(cctx, addr, sandboxer.RequestOptions{Extensions: in.Extensions, Profile: in.Profile,
-		TTL: in.TTL, Prefix: in.Prefix, CarryData: in.CarryData})
+	had, err := s.hold(cctx, req.Session, addr)
 	if err != nil {
 		s.opts.Logger.Info("tool refused", "tool", "request_sandbox", "address", addr, "code", sandboxer.Classify(err).Code)
 		return nil, nil, toolError(err)
 	}
-	s.noteRequested(req.Session, sbx.Address)
+	sbx, err := s.lib.Request(cctx, addr, sandboxer.RequestOptions{Extensions: in.Extensions, Profile: in.Profile,
+		TTL: in.TTL, Prefix: in.Prefix, CarryData: in.CarryData})
+	if err != nil {
+		s.unhold(cctx, req.Session, addr, had)
+		s.opts.Logger.Info("tool refused", "tool", "request_sandbox", "address", addr, "code", sandboxer.Classify(err).Code)
+		return nil, nil, toolError(err)
+	}
+	s.noteRequested(req.Session, addr)
 	s.opts.Logger.Info("tool", "tool", "request_sandbox", "address", sbx.Address, "generation", sbx.Generation, "reused", sbx.Reused, "from_pool", sbx.FromPool)
 	return nil, sbx, nil
 }
