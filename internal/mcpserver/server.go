@@ -215,6 +215,9 @@ func (s *Server) hold(ctx context.Context, ss *mcp.ServerSession, address string
 	sess := s.session(ss)
 	s.mu.Lock()
 	had = sess.requested[address]
+	// Noted at once, so that the heartbeat renews the lease while the
+	// request waits for a provision (which can outlast a lease).
+	sess.requested[address] = true
 	s.mu.Unlock()
 	return had, s.lib.Hold(ctx, address, s.holderOf(sess.holder))
 }
@@ -232,6 +235,10 @@ func (s *Server) unhold(ctx context.Context, ss *mcp.ServerSession, address stri
 	if had {
 		return
 	}
+	sess := s.session(ss)
+	s.mu.Lock()
+	delete(sess.requested, address)
+	s.mu.Unlock()
 	if err := s.lib.Unhold(ctx, address, s.session(ss).holder); err != nil {
 		s.opts.Logger.Warn("unhold failed", "address", address, "error", sandboxer.Classify(err).Message)
 	}
