@@ -2,10 +2,13 @@ package sandboxer
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/internal/records"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/snapshot"
@@ -36,6 +39,10 @@ type RequestOptions struct {
 	// CarryData, on a replace (a feature superset), moves the old
 	// instance's data into the new one before it is handed out.
 	CarryData bool
+	// ReadyTimeout, e.g. "5m", is how long a provision may wait for each
+	// service to answer, as asked ("": the provider's own, which grows
+	// with the machine's load; SANDBOXER_READY_TIMEOUT sets its base).
+	ReadyTimeout string
 }
 
 // Request ensures the on-demand instance exists and covers what is asked,
@@ -43,6 +50,13 @@ type RequestOptions struct {
 // (Reused), a dead one is re-provisioned, a lacking one replaced with
 // rotated credentials.
 func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOptions) (*Sandbox, error) {
+	if o.ReadyTimeout != "" {
+		d, err := time.ParseDuration(o.ReadyTimeout)
+		if err != nil || d <= 0 || d > 24*time.Hour {
+			return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("ready_timeout %q: want a duration such as 5m (at most 24h)", o.ReadyTimeout)}
+		}
+		ctx = apply.WithReadyTimeout(ctx, d)
+	}
 	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL, Profile: o.Profile, Prefix: o.Prefix, CarryData: o.CarryData})
 	if err != nil {
 		return nil, classify(err)
