@@ -61,6 +61,31 @@ func TestMCPMalformedInput(t *testing.T) {
 		valid("after " + tt.name)
 	}
 
+	// Arguments the input schema refuses come back with their code and
+	// what the argument must be.
+	for _, tt := range []struct {
+		args any
+		want string
+	}{
+		{map[string]any{"address": "sandbox.agent", "extensions": "vector"}, `invalid: extensions must be an object of service to feature lists`},
+		{map[string]any{"address": "sandbox.agent", "extensions": map[string]any{"postgres": "vector"}}, `invalid: extensions must be an object of service to feature lists`},
+		{map[string]any{"key": "k"}, `invalid: address is required`},
+		{map[string]any{"address": "sandbox.agent", "colour": "red"}, `invalid: unknown argument "colour"`},
+		{map[string]any{"address": 7}, `invalid: address must be a string`},
+		{"sandbox.agent", `invalid: the arguments must be a JSON object`},
+	} {
+		r := m.call("tools/call", map[string]any{"name": "request_sandbox", "arguments": tt.args})
+		text := ""
+		if r.Result != nil && len(r.Result.Content) > 0 {
+			text = r.Result.Content[0].Text
+		}
+		if r.Result == nil || !r.Result.IsError || !strings.HasPrefix(text, tt.want) {
+			b, _ := json.Marshal(r)
+			t.Errorf("request_sandbox %v: %s, want a tool error starting %q", tt.args, b, tt.want)
+		}
+	}
+	valid("after refused arguments")
+
 	// A stray "}" on its own line right after a valid call: the call is
 	// answered, the "}" too, and the session goes on.
 	m.nextID++

@@ -113,6 +113,7 @@ func New(lib Library, o Options) *Server {
 			"credentials (env) for an on-demand sandbox block; list_features says which extensions may be asked " +
 			"for; release_sandbox when your work ends.",
 	})
+	s.mcp.AddReceivingMiddleware(codedRefusals)
 	s.addTools()
 	go s.heartbeat()
 	return s
