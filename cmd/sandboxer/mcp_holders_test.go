@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,4 +173,75 @@ func TestMCPClientKilled(t *testing.T) {
 			t.Errorf("after reap, %d labelled resources remain", c)
 		}
 	})
+}
+
+// A harness that shuts its servers down as a common MCP client library
+// does: stdin closed, 2 s, SIGTERM, 3 s, SIGKILL — several servers at
+// once, each holding an instance. Whatever a server released in time is
+// gone; whatever it did not, the next reap releases: nothing is left.
+func TestMCPHarnessShutdown(t *testing.T) {
+	testenv.RequireDocker(t)
+	const n = 4
+	dir := t.TempDir()
+	writeConfig(t, dir, mcpConfig)
+	cleanupLineage(t, dir)
+	servers := make([]*rawMCP, n)
+	for i := range servers {
+		servers[i] = startRawMCP(t, dir, "--release-on-disconnect")
+	}
+	var wg sync.WaitGroup
+	msgs := make([]string, n)
+	for i, m := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msgs[i] = m.tool("request_sandbox", map[string]any{"address": "sandbox.agent", "key": fmt.Sprintf("h%d", i)}, nil)
+		}()
+	}
+	wg.Wait()
+	for i, msg := range msgs {
+		if msg != "" {
+			t.Fatalf("server %d: request_sandbox: %s", i, msg)
+		}
+	}
+	lineage, _ := stateOf(t, dir)
+	start := time.Now()
+	for _, m := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.hangUp()
+			select {
+			case err := <-m.exited:
+				m.exited <- err
+				return
+			case <-time.After(2 * time.Second):
+			}
+			_ = m.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-m.exited:
+				m.exited <- err
+				return
+			case <-time.After(3 * time.Second):
+			}
+			m.kill9()
+		}()
+	}
+	wg.Wait()
+	for _, m := range servers {
+		_ = m.wait(time.Minute)
+	}
+	_, left := stateOf(t, dir)
+	t.Logf("after the harness's shutdown (%s): %d of %d instances left for reap", time.Since(start).Round(time.Millisecond), len(left), n)
+	out, err := sandboxerCmd(t, dir, "reap").CombinedOutput()
+	if err != nil {
+		t.Fatalf("reap: %v\n%s", err, out)
+	}
+	t.Logf("reap:\n%s", out)
+	if _, addrs := stateOf(t, dir); len(addrs) != 0 {
+		t.Errorf("after reap, state holds %v", addrs)
+	}
+	if c := labelled(t, lineage); c != 0 {
+		t.Errorf("after reap, %d labelled resources remain", c)
+	}
 }
