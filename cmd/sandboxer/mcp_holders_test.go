@@ -1,16 +1,25 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"net/url"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/internal/testenv"
+	"github.com/sandboxer/sandboxer/state"
+	"github.com/sandboxer/sandboxer/state/pgstate"
 )
 
 // Release-on-disconnect across processes: one `sandboxer mcp` per agent,
@@ -19,9 +28,60 @@ import (
 // closed) or is killed with SIGKILL, and goes with the last.
 func TestMCPHoldersAcrossProcesses(t *testing.T) {
 	testenv.RequireDocker(t)
-	dir := t.TempDir()
+	t.Run("file", func(t *testing.T) {
+		dir := t.TempDir()
+		cleanupLineage(t, dir)
+		testHolders(t, dir, func() (string, []string) { return stateOf(t, dir) })
+	})
+	// The same with the state in PostgreSQL (a schema of the test's own),
+	// as agents on several machines would share it.
+	t.Run("postgres", func(t *testing.T) {
+		pgRequired(t)
+		base := os.Getenv(testenv.PostgresURLEnv)
+		if base == "" {
+			t.Skipf("%s is not set", testenv.PostgresURLEnv)
+		}
+		ctx := context.Background()
+		schema := "sbxholders_" + strings.ToLower(strings.ReplaceAll(state.NewLineage(), "-", ""))[:16]
+		c, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		t.Setenv("SANDBOXER_BACKEND_URL", u.String())
+		b := pgstate.OpenURL(u.String(), nil)
+		snapOf := func() (string, []string) {
+			snap, err := b.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addrs := slices.Sorted(maps.Keys(snap.Records))
+			return snap.Lineage, addrs
+		}
+		dir := t.TempDir()
+		t.Cleanup(func() {
+			if lineage, _ := snapOf(); lineage != "" {
+				removeLabelled(lineage)
+			}
+			b.Close()
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		})
+		testHolders(t, dir, snapOf)
+	})
+}
+
+func testHolders(t *testing.T, dir string, stateOf func() (string, []string)) {
 	writeConfig(t, dir, mcpConfig)
-	cleanupLineage(t, dir)
 	const n = 8
 	start := time.Now()
 	agents := make([]*rawMCP, n)
@@ -52,12 +112,12 @@ func TestMCPHoldersAcrossProcesses(t *testing.T) {
 		t.Fatalf("%d of %d requests provisioned, want 1 (the others reuse it)", fresh, n)
 	}
 	t.Logf("%d agents hold sandbox.agent[\"shared\"] after %s", n, time.Since(start).Round(time.Millisecond))
-	lineage, _ := stateOf(t, dir)
+	lineage, _ := stateOf()
 	url := got[0].Env["SANDBOXER_POSTGRES_URL"]
 
 	alive := func(when string) {
 		t.Helper()
-		if _, addrs := stateOf(t, dir); strings.Join(addrs, " ") != `sandbox.agent["shared"]` {
+		if _, addrs := stateOf(); strings.Join(addrs, " ") != `sandbox.agent["shared"]` {
 			t.Fatalf("%s: state holds %v, want the shared instance", when, addrs)
 		}
 		if out := psql(t, url, "SELECT 1"); out != "1" {
@@ -89,7 +149,7 @@ func TestMCPHoldersAcrossProcesses(t *testing.T) {
 		t.Fatalf("the last agent's mcp: %v", err)
 	}
 	t.Logf("the last holder's release took %s", time.Since(last).Round(time.Millisecond))
-	if _, addrs := stateOf(t, dir); len(addrs) != 0 {
+	if _, addrs := stateOf(); len(addrs) != 0 {
 		t.Errorf("after the last holder left, state holds %v", addrs)
 	}
 	if c := labelled(t, lineage); c != 0 {
