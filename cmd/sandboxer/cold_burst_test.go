@@ -22,22 +22,7 @@ func TestColdBurstUnderLoad(t *testing.T) {
 	writeConfig(t, dir, mcpConfig)
 	cleanupLineage(t, dir)
 
-	ctx, stop := context.WithCancel(context.Background())
-	var burners sync.WaitGroup
-	for range runtime.NumCPU() {
-		burners.Add(1)
-		go func() {
-			defer burners.Done()
-			x := 1
-			for ctx.Err() == nil {
-				for i := range 1_000_000 {
-					x = x*31 + i
-				}
-			}
-			_ = x
-		}()
-	}
-	defer func() { stop(); burners.Wait() }()
+	defer loadCores()()
 
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -66,4 +51,24 @@ func TestColdBurstUnderLoad(t *testing.T) {
 	if _, addrs := stateOf(t, dir); len(addrs) != ok {
 		t.Errorf("state holds %v, want %d instances", addrs, ok)
 	}
+}
+
+// loadCores keeps every core busy until the returned stop is called.
+func loadCores() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var burners sync.WaitGroup
+	for range runtime.NumCPU() {
+		burners.Add(1)
+		go func() {
+			defer burners.Done()
+			x := 1
+			for ctx.Err() == nil {
+				for i := range 1_000_000 {
+					x = x*31 + i
+				}
+			}
+			_ = x
+		}()
+	}
+	return func() { cancel(); burners.Wait() }
 }

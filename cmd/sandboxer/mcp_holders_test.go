@@ -265,6 +265,8 @@ func TestMCPHarnessShutdown(t *testing.T) {
 		}
 	}
 	lineage, _ := stateOf(t, dir)
+	stopLoad := loadCores() // the releases run on a busy machine
+	defer stopLoad()
 	start := time.Now()
 	for _, m := range servers {
 		wg.Add(1)
@@ -291,6 +293,7 @@ func TestMCPHarnessShutdown(t *testing.T) {
 	for _, m := range servers {
 		_ = m.wait(time.Minute)
 	}
+	stopLoad()
 	_, left := stateOf(t, dir)
 	t.Logf("after the harness's shutdown (%s): %d of %d instances left for reap", time.Since(start).Round(time.Millisecond), len(left), n)
 	out, err := sandboxerCmd(t, dir, "reap").CombinedOutput()
