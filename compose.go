@@ -46,6 +46,9 @@ func (s *Sandboxer) connect(ctx context.Context, runtime string, pc *config.Prov
 		p.SetCacheDir(s.cacheDir())
 	}
 	p.ReadyTimeout = readyTimeout
+	if p.ReadyTimeout == 0 {
+		p.ReadyTimeout = pc.ReadyTimeout
+	}
 	p.CADir = s.caDir()
 	return p, nil
 }

@@ -2,10 +2,13 @@ package sandboxer
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/internal/records"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/snapshot"
@@ -36,6 +39,10 @@ type RequestOptions struct {
 	// CarryData, on a replace (a feature superset), moves the old
 	// instance's data into the new one before it is handed out.
 	CarryData bool
+	// ReadyTimeout, e.g. "5m", is how long a provision may wait for each
+	// service to answer, as asked ("": the provider's own, which grows
+	// with the machine's load; SANDBOXER_READY_TIMEOUT sets its base).
+	ReadyTimeout string
 }
 
 // Request ensures the on-demand instance exists and covers what is asked,
@@ -43,6 +50,13 @@ type RequestOptions struct {
 // (Reused), a dead one is re-provisioned, a lacking one replaced with
 // rotated credentials.
 func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOptions) (*Sandbox, error) {
+	if o.ReadyTimeout != "" {
+		d, err := time.ParseDuration(o.ReadyTimeout)
+		if err != nil || d <= 0 || d > 24*time.Hour {
+			return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("ready_timeout %q: want a duration such as 5m (at most 24h)", o.ReadyTimeout)}
+		}
+		ctx = apply.WithReadyTimeout(ctx, d)
+	}
 	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL, Profile: o.Profile, Prefix: o.Prefix, CarryData: o.CarryData})
 	if err != nil {
 		return nil, classify(err)
@@ -56,6 +70,29 @@ func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOption
 func (s *Sandboxer) Release(ctx context.Context, address, key string) (released bool, err error) {
 	released, err = s.Broker().Release(ctx, address, key)
 	return released, classify(err)
+}
+
+// Holder is one session's identity in the leases that keep an instance
+// while any session, in any process sharing the state, holds it.
+type Holder = ondemand.Holder
+
+// Hold records (or renews: a heartbeat) holder's lease on an instance.
+// Take it before the request: a last holder releasing meanwhile then
+// sees it.
+func (s *Sandboxer) Hold(ctx context.Context, address string, h Holder) error {
+	return classify(s.Broker().Hold(ctx, address, "", h))
+}
+
+// Unhold drops holder's lease, releasing nothing.
+func (s *Sandboxer) Unhold(ctx context.Context, address, holder string) error {
+	return classify(s.Broker().Unhold(ctx, address, "", holder))
+}
+
+// ReleaseUnheld drops holder's lease and releases the instance when no
+// live holder is left anywhere; held counts those that kept it.
+func (s *Sandboxer) ReleaseUnheld(ctx context.Context, address, holder string) (released bool, held int, err error) {
+	released, held, err = s.Broker().ReleaseUnheld(ctx, address, "", holder)
+	return released, held, classify(err)
 }
 
 // Extend sets the instance's expiry to now + ttl.

@@ -70,7 +70,8 @@ type Options struct {
 	NoCache  bool
 	// ReadyTimeout bounds how long a create waits for each service to
 	// answer its probe; default SANDBOXER_READY_TIMEOUT (a Go duration),
-	// else the provider's (60 s).
+	// else the provider block's ready_timeout, else the provider's (60 s).
+	// The Docker runtime scales it with the machine's load.
 	ReadyTimeout time.Duration
 	// PullProgress, when set, receives image pull progress at plan time.
 	PullProgress io.Writer

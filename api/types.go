@@ -37,6 +37,9 @@ type RequestBody struct {
 	// Prefix starts the names in the answer's Env ("" keeps the block's
 	// env_prefix, else SANDBOXER_), e.g. "ROBOCO_TEST_".
 	Prefix string `json:"prefix,omitempty"`
+	// ReadyTimeout, e.g. "5m", bounds a provision's wait for each service
+	// ("": the server's own, which grows with the machine's load).
+	ReadyTimeout string `json:"ready_timeout,omitempty"`
 	// CarryData: if the instance must be replaced, its data (every
 	// service) is carried into the new one.
 	CarryData bool `json:"carry_data,omitempty"`

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
@@ -24,6 +25,25 @@ var ErrEngine = errors.New("cannot reach the Docker engine")
 // left behind, and the same request may succeed when tried again; the
 // front ends answer it as unavailable with a hint to retry.
 var ErrTransient = errors.New("the engine could not finish in time; try again")
+
+// readyTimeoutKey carries a per-call readiness timeout (WithReadyTimeout).
+type readyTimeoutKey struct{}
+
+// WithReadyTimeout asks the provider to wait up to d for each service of
+// a create to answer its probe, as asked, instead of its own (adaptive)
+// timeout: a per-request setting that travels with the call.
+func WithReadyTimeout(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, readyTimeoutKey{}, d)
+}
+
+// ReadyTimeout is the timeout WithReadyTimeout put on ctx; 0 for none.
+func ReadyTimeout(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(readyTimeoutKey{}).(time.Duration)
+	return d
+}
 
 // Provider creates, probes and deletes sandbox instances on some engine.
 // Implementations live under providers/; this is all apply needs of them.

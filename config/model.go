@@ -57,11 +57,15 @@ type Variable struct {
 // Provider is the docker provider block with defaults applied.
 type Provider struct {
 	// Runtime is the block's label: RuntimeDocker or RuntimeKubernetes.
-	Runtime   string
-	Host      string           // empty: DOCKER_HOST or the local socket
-	Images    map[string]Image // service → image; every catalog service present (Default when not configured)
-	MemoryMB  int64            // per container memory limit
-	PidsLimit int64            // per container pids limit
+	Runtime string
+	Host    string // empty: DOCKER_HOST or the local socket
+	// ReadyTimeout is the base of how long a provision waits for each
+	// service to answer (ready_timeout; 0: the runtime's default); the
+	// Docker runtime scales it with the machine's load.
+	ReadyTimeout time.Duration
+	Images       map[string]Image // service → image; every catalog service present (Default when not configured)
+	MemoryMB     int64            // per container memory limit
+	PidsLimit    int64            // per container pids limit
 	// Networks are user networks every sandbox joins, sorted.
 	Networks []string
 	// Publish is where ports are published and how URLs name the host.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -18,6 +19,7 @@ var providerBlockSchema = &hcl.BodySchema{
 		{Name: "advertise_host"},
 		{Name: "tls"},
 		{Name: "storage"},
+		{Name: "ready_timeout"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "image", LabelNames: []string{"service"}}},
 }
@@ -28,6 +30,9 @@ var imageBlockSchema = &hcl.BodySchema{
 		{Name: "modules"},
 	},
 }
+
+// MaxReadyTimeout bounds ready_timeout.
+const MaxReadyTimeout = 24 * time.Hour
 
 // Provider defaults, used when the provider block or an attribute is absent.
 const (
@@ -115,6 +120,22 @@ func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics 
 		}
 	}
 	diags = append(diags, l.decodeLimitsAndStorage(p, content, sc)...)
+	if attr, ok := content.Attributes["ready_timeout"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		if s, ok, more := typed(v, attr.Expr, cty.String, "ready_timeout"); ok {
+			d, err := time.ParseDuration(s.AsString())
+			if err != nil || d <= 0 || d > MaxReadyTimeout {
+				diags = append(diags, errorDiag("Invalid ready_timeout",
+					fmt.Sprintf("ready_timeout = %q: want a duration such as \"3m\" (at most %s): how long a provision waits for each service to answer, before it scales with the machine's load", s.AsString(), MaxReadyTimeout),
+					attr.Expr.Range()))
+			} else {
+				p.ReadyTimeout = d
+			}
+		} else {
+			diags = append(diags, more...)
+		}
+	}
 	if attr, ok := content.Attributes["networks"]; ok {
 		nets, more := l.networkList(attr, sc)
 		diags = append(diags, more...)

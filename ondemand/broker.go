@@ -28,6 +28,8 @@ type Store interface {
 	EnsureLineage(ctx context.Context) (string, error)
 	Lock(ctx context.Context, operation string, timeout time.Duration) (func() error, error)
 	LockInstance(ctx context.Context, addr, operation string, timeout time.Duration) (func() error, error)
+	// Leases: who still holds an instance (hold.go).
+	state.Leases
 }
 
 var _ Store = state.Backend(nil)

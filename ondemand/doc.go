@@ -23,6 +23,13 @@
 //     is about to change and skips busy ones, so it is safe at any time.
 //     See reap.go.
 //
+// Holders (hold.go): a "last one out" rule across processes. A session
+// (an MCP client) holds what it requests by a lease in the state, taken
+// before the request and renewed while it lives; ReleaseUnheld, under the
+// instance lock, releases only when no live lease is left (expired, or
+// its pid gone on this host, is dead). Reap releases an instance whose
+// holders all died when one of them was to release it.
+//
 // Warm pools (pool.go): a block's pool members are ordinary instances at
 // reserved keys (sandbox.NAME["~pool-…"]); a first request the cache rule
 // lets a member cover claims it under both instance locks, with fresh

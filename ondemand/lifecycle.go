@@ -30,6 +30,11 @@ func (b *Broker) Release(ctx context.Context, address, key string) (released boo
 		return false, err
 	}
 	defer unlock()
+	return b.releaseLocked(ctx, t, addr)
+}
+
+// releaseLocked is Release under the instance lock.
+func (b *Broker) releaseLocked(ctx context.Context, t target, addr string) (bool, error) {
 	rec, err := b.Store.Get(ctx, addr)
 	if err != nil || rec == nil {
 		return false, err

@@ -38,6 +38,10 @@ type Inventory = apply.Inventory
 //   - A resource whose engine id some record's Resources name is never an
 //     orphan, whatever address its labels carry: a claimed warm-pool
 //     member keeps the labels of its pool address (see pool.go).
+//   - An on-demand instance whose holders (leases, hold.go) are all
+//     dead, one of them a release-on-end holder, is released: its last
+//     holder died (kill -9, a cut release) before it could release it.
+//     Dead leases are dropped.
 //   - A record that cannot be read (invalid JSON, a newer schema) is
 //     reported in ReapReport.Damaged and left alone, with the resources
 //     labelled with its address: its ttl and generation are unknown. The
@@ -83,6 +87,7 @@ type Damaged struct {
 // ReapReport says what one reap did.
 type ReapReport struct {
 	Expired []string   // addresses destroyed because their ttl ran out
+	Unheld  []string   // released because every holder died (hold.go)
 	Orphans []Resource // resources removed
 	Skipped []Skip
 	Damaged []Damaged // sorted by address
@@ -116,6 +121,15 @@ func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
 	for addr, rec := range snap.Records {
 		if plan.Expired(rec, now) {
 			get(addr).expired = true
+		}
+	}
+	leases, err := r.Store.HeldBy(ctx, "")
+	if err != nil {
+		return rep, err
+	}
+	for _, l := range leases {
+		if !l.Alive(now, state.Hostname()) {
+			get(l.Address).deadHolders = true
 		}
 	}
 	if r.Inventory != nil {
@@ -174,8 +188,9 @@ func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
 }
 
 type reapWork struct {
-	expired    bool
-	candidates []Resource
+	expired     bool
+	deadHolders bool
+	candidates  []Resource
 }
 
 // reapOne handles one address under its instance lock, taken without
@@ -199,6 +214,22 @@ func (r *Reaper) reapOne(ctx context.Context, addr string, candidates []Resource
 	rec, err := r.Store.Get(ctx, addr)
 	if err != nil {
 		return err
+	}
+	unheld, err := r.dropDeadHolders(ctx, addr, now)
+	if err != nil {
+		return err
+	}
+	if rec != nil && rec.OnDemand && unheld && !plan.Expired(rec, now) {
+		if err := r.Provider.Delete(ctx, rec); err != nil {
+			r.emit(events.Failed, addr, rec.Generation, err.Error())
+			return fmt.Errorf("release %s (its holders are gone): %w", addr, err)
+		}
+		if err := r.Store.Delete(ctx, addr); err != nil {
+			return fmt.Errorf("release %s (its holders are gone): %w", addr, err)
+		}
+		rep.Unheld = append(rep.Unheld, addr)
+		r.emit(events.Released, addr, rec.Generation, "holders gone")
+		rec = nil
 	}
 	if rec != nil && plan.Expired(rec, now) {
 		if err := r.Provider.Delete(ctx, rec); err != nil {
@@ -246,6 +277,24 @@ func (r *Reaper) reapOne(ctx context.Context, addr string, candidates []Resource
 		}
 	}
 	return nil
+}
+
+// dropDeadHolders drops the dead leases on addr (under its instance
+// lock); unheld says the instance is to be released: no live holder is
+// left and a dead one was to release it at its end.
+func (r *Reaper) dropDeadHolders(ctx context.Context, addr string, now time.Time) (unheld bool, err error) {
+	leases, err := r.Store.HeldBy(ctx, addr)
+	if err != nil || len(leases) == 0 {
+		return false, err
+	}
+	live, dead := splitLeases(leases, now, state.Hostname())
+	for _, l := range dead {
+		unheld = unheld || l.Release
+		if err := r.Store.Unhold(ctx, addr, l.Holder); err != nil {
+			return false, err
+		}
+	}
+	return unheld && len(live) == 0, nil
 }
 
 // referencedIDs are the engine ids some record's Resources name. A

@@ -65,6 +65,9 @@ type Backend interface {
 	// Describe names the state for messages: a file path, or a database
 	// without its password.
 	Describe() string
+	// Leases: who still holds an instance, across processes and machines
+	// (release-on-disconnect's last-one-out rule).
+	Leases
 }
 
 var _ Backend = (*Store)(nil)

@@ -30,3 +30,6 @@ func (b failing) Lock(context.Context, string, time.Duration) (func() error, err
 func (b failing) LockInstance(context.Context, string, string, time.Duration) (func() error, error) {
 	return nil, b.err
 }
+func (b failing) Hold(context.Context, Lease) error               { return b.err }
+func (b failing) Unhold(context.Context, string, string) error    { return b.err }
+func (b failing) HeldBy(context.Context, string) ([]Lease, error) { return nil, b.err }

@@ -223,20 +223,26 @@ func cleanupLineage(t *testing.T, dir string) {
 		if lineage == "" {
 			return
 		}
-		filter := "label=dev.sandboxer.lineage=" + lineage
-		for _, argv := range [][]string{{"ps", "-aq", "--filter", filter}, {"network", "ls", "-q", "--filter", filter}, {"volume", "ls", "-q", "--filter", filter}} {
-			out, _ := exec.Command("docker", argv...).Output()
-			ids := strings.Fields(string(out))
-			if len(ids) == 0 {
-				continue
-			}
-			rm := []string{"rm", "-f", "-v"}
-			if argv[0] == "network" || argv[0] == "volume" {
-				rm = []string{argv[0], "rm"}
-			}
-			_ = exec.Command("docker", append(rm, ids...)...).Run()
-		}
+		removeLabelled(lineage)
 	})
+}
+
+// removeLabelled removes the containers, networks and volumes labelled
+// with lineage.
+func removeLabelled(lineage string) {
+	filter := "label=dev.sandboxer.lineage=" + lineage
+	for _, argv := range [][]string{{"ps", "-aq", "--filter", filter}, {"network", "ls", "-q", "--filter", filter}, {"volume", "ls", "-q", "--filter", filter}} {
+		out, _ := exec.Command("docker", argv...).Output()
+		ids := strings.Fields(string(out))
+		if len(ids) == 0 {
+			continue
+		}
+		rm := []string{"rm", "-f", "-v"}
+		if argv[0] == "network" || argv[0] == "volume" {
+			rm = []string{argv[0], "rm"}
+		}
+		_ = exec.Command("docker", append(rm, ids...)...).Run()
+	}
 }
 
 func writeConfig(t *testing.T, dir, hcl string) {

@@ -41,6 +41,11 @@ type Library interface {
 	Snapshot(ctx context.Context, address, name string) (*api.DataResult, error)
 	Reset(ctx context.Context, address, name string) (*api.DataResult, error)
 	Features(ctx context.Context) (*api.FeatureList, error)
+	// Leases (see sandboxer.Holder): who holds an instance, across
+	// processes.
+	Hold(ctx context.Context, address string, h sandboxer.Holder) error
+	Unhold(ctx context.Context, address, holder string) error
+	ReleaseUnheld(ctx context.Context, address, holder string) (released bool, held int, err error)
 }
 
 var _ Library = (*sandboxer.Sandboxer)(nil)
@@ -51,8 +56,12 @@ type Options struct {
 	Version string
 	// ReleaseOnDisconnect releases every instance a session requested
 	// when the session ends (stdin closed, HTTP session deleted), unless
-	// a session still connected requested it too.
+	// another session still holds it: in this process or in any other
+	// sharing the state (leases, renewed while the session lives).
 	ReleaseOnDisconnect bool
+	// LeaseTTL is how long a session's lease lives without a heartbeat
+	// (default ondemand's DefaultLeaseTTL, 30 s).
+	LeaseTTL time.Duration
 	// Logger gets one record per tool call (tool, address, outcome),
 	// never an argument's value that could be secret; nil discards.
 	Logger *slog.Logger
@@ -71,14 +80,21 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
 	watching sync.WaitGroup // one per session, until its end is handled
+	stop     chan struct{}  // ends the heartbeat (Wait)
+	stopOnce sync.Once
 }
 
 // session is what one client session requested, for its default key and
 // for releasing at disconnect.
 type session struct {
 	key       string
+	holder    string          // its leases' holder, unique to it
 	requested map[string]bool // instance addresses
 }
+
+// releaseTimeout bounds one release at disconnect: releases run at once,
+// so a session's end takes about the slowest of them.
+const releaseTimeout = 2 * time.Minute
 
 // New builds the server and its tools.
 func New(lib Library, o Options) *Server {
@@ -88,20 +104,65 @@ func New(lib Library, o Options) *Server {
 	if o.Base == nil {
 		o.Base = context.Background()
 	}
-	s := &Server{lib: lib, opts: o, sessions: map[*mcp.ServerSession]*session{}}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	s := &Server{lib: lib, opts: o, sessions: map[*mcp.ServerSession]*session{}, stop: make(chan struct{})}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "sandboxer", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "Disposable PostgreSQL and Redis sandboxes. request_sandbox returns ready-to-export " +
 			"credentials (env) for an on-demand sandbox block; list_features says which extensions may be asked " +
 			"for; release_sandbox when your work ends.",
 	})
+	s.mcp.AddReceivingMiddleware(codedRefusals)
 	s.addTools()
+	go s.heartbeat()
 	return s
 }
 
 // Wait blocks until every session that ended has been handled (its
-// instances released, with ReleaseOnDisconnect); `sandboxer mcp` calls it
-// once stdin closed, before exiting.
-func (s *Server) Wait() { s.watching.Wait() }
+// instances released, with ReleaseOnDisconnect), then stops renewing
+// leases; `sandboxer mcp` calls it once stdin closed, before exiting.
+func (s *Server) Wait() {
+	s.watching.Wait()
+	s.stopOnce.Do(func() { close(s.stop) })
+}
+
+// heartbeat renews the leases of the live sessions every third of their
+// lifetime, until Wait or the base context ends.
+func (s *Server) heartbeat() {
+	tick := time.NewTicker(s.opts.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.opts.Base.Done():
+			return
+		case <-tick.C:
+		}
+		type held struct{ addr, holder string }
+		var all []held
+		s.mu.Lock()
+		for _, sess := range s.sessions {
+			for a := range sess.requested {
+				all = append(all, held{a, sess.holder})
+			}
+		}
+		s.mu.Unlock()
+		for _, h := range all {
+			ctx, cancel := context.WithTimeout(s.opts.Base, s.opts.LeaseTTL/3)
+			if err := s.lib.Hold(ctx, h.addr, s.holderOf(h.holder)); err != nil {
+				s.opts.Logger.Warn("lease renewal failed", "address", h.addr, "error", sandboxer.Classify(err).Message)
+			}
+			cancel()
+		}
+	}
+}
+
+// holderOf is the lease identity of a session's holder id.
+func (s *Server) holderOf(id string) sandboxer.Holder {
+	return sandboxer.Holder{ID: id, Release: s.opts.ReleaseOnDisconnect, TTL: s.opts.LeaseTTL}
+}
 
 // Close ends every session (serve's shutdown: an open event stream would
 // otherwise hold it for its whole timeout). Sessions that end are
@@ -132,6 +193,7 @@ func (s *Server) session(ss *mcp.ServerSession) *session {
 		key = randomKey()
 	}
 	sess := &session{key: "mcp-" + sanitizeKey(key), requested: map[string]bool{}}
+	sess.holder = sess.key + "-" + randomKey()
 	s.sessions[ss] = sess
 	s.watching.Add(1)
 	go func() {
@@ -147,6 +209,20 @@ func (s *Server) session(ss *mcp.ServerSession) *session {
 	return sess
 }
 
+// hold records the session's lease on address before a request, so that
+// a last holder releasing meanwhile (in any process) sees it; had says
+// the session already held it.
+func (s *Server) hold(ctx context.Context, ss *mcp.ServerSession, address string) (had bool, err error) {
+	sess := s.session(ss)
+	s.mu.Lock()
+	had = sess.requested[address]
+	// Noted at once, so that the heartbeat renews the lease while the
+	// request waits for a provision (which can outlast a lease).
+	sess.requested[address] = true
+	s.mu.Unlock()
+	return had, s.lib.Hold(ctx, address, s.holderOf(sess.holder))
+}
+
 func (s *Server) noteRequested(ss *mcp.ServerSession, address string) {
 	sess := s.session(ss)
 	s.mu.Lock()
@@ -154,38 +230,65 @@ func (s *Server) noteRequested(ss *mcp.ServerSession, address string) {
 	s.mu.Unlock()
 }
 
+// unhold forgets a request that failed (had: the session held the
+// instance before it).
+func (s *Server) unhold(ctx context.Context, ss *mcp.ServerSession, address string, had bool) {
+	if had {
+		return
+	}
+	sess := s.session(ss)
+	s.mu.Lock()
+	delete(sess.requested, address)
+	s.mu.Unlock()
+	if err := s.lib.Unhold(ctx, address, s.session(ss).holder); err != nil {
+		s.opts.Logger.Warn("unhold failed", "address", address, "error", sandboxer.Classify(err).Message)
+	}
+}
+
 func (s *Server) noteReleased(ss *mcp.ServerSession, address string) {
 	sess := s.session(ss)
 	s.mu.Lock()
 	delete(sess.requested, address)
 	s.mu.Unlock()
+	if err := s.lib.Unhold(s.opts.Base, address, sess.holder); err != nil {
+		s.opts.Logger.Warn("unhold failed", "address", address, "error", sandboxer.Classify(err).Message)
+	}
 }
 
-// releaseAll releases what an ended session requested, except what a
-// session still connected requested too: that one is still in use.
+// releaseAll lets go of what an ended session requested, all at once:
+// with ReleaseOnDisconnect an instance is released unless another holder,
+// in this process or any other sharing the state, is alive; else only
+// the session's leases go. What a cut-short release leaves (a dead
+// release-on-end lease, a record) is the reaper's.
 func (s *Server) releaseAll(sess *session) {
 	s.mu.Lock()
 	addrs := make([]string, 0, len(sess.requested))
 	for a := range sess.requested {
-		shared := false
-		for _, other := range s.sessions {
-			shared = shared || other.requested[a]
-		}
-		if !shared {
-			addrs = append(addrs, a)
-		}
+		addrs = append(addrs, a)
 	}
 	s.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, a := range addrs {
-		ctx, cancel := context.WithTimeout(s.opts.Base, 2*time.Minute)
-		released, err := s.lib.Release(ctx, a, "")
-		cancel()
-		if err != nil {
-			s.opts.Logger.Error("release at disconnect failed", "address", a, "error", sandboxer.Classify(err).Message)
-			continue
-		}
-		s.opts.Logger.Info("released at disconnect", "address", a, "released", released)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(s.opts.Base, releaseTimeout)
+			defer cancel()
+			if !s.opts.ReleaseOnDisconnect {
+				if err := s.lib.Unhold(ctx, a, sess.holder); err != nil {
+					s.opts.Logger.Warn("unhold at disconnect failed", "address", a, "error", sandboxer.Classify(err).Message)
+				}
+				return
+			}
+			released, held, err := s.lib.ReleaseUnheld(ctx, a, sess.holder)
+			if err != nil {
+				s.opts.Logger.Error("release at disconnect failed", "address", a, "error", sandboxer.Classify(err).Message)
+				return
+			}
+			s.opts.Logger.Info("released at disconnect", "address", a, "released", released, "other_holders", held)
+		}()
 	}
+	wg.Wait()
 }
 
 // call runs a library call on the base context, not the client's.

@@ -22,6 +22,8 @@ type requestIn struct {
 	TTL        string              `json:"ttl,omitempty" jsonschema:"lifetime from now, e.g. 30m, 4h, 2d (at most 30d)"`
 	Prefix     string              `json:"prefix,omitempty" jsonschema:"start the env names with this instead of SANDBOXER_"`
 	CarryData  bool                `json:"carry_data,omitempty" jsonschema:"if the instance must be replaced (a feature superset), carry its data into the new one"`
+	// ReadyTimeout: see sandboxer.RequestOptions.
+	ReadyTimeout string `json:"ready_timeout,omitempty" jsonschema:"how long a provision may wait for each service to start, e.g. 5m; default: grows with the machine's load"`
 }
 
 type addressIn struct {
@@ -92,13 +94,19 @@ func (s *Server) request(ctx context.Context, req *mcp.CallToolRequest, in reque
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	sbx, err := s.lib.Request(cctx, addr, sandboxer.RequestOptions{Extensions: in.Extensions, Profile: in.Profile,
-		TTL: in.TTL, Prefix: in.Prefix, CarryData: in.CarryData})
+	had, err := s.hold(cctx, req.Session, addr)
 	if err != nil {
 		s.opts.Logger.Info("tool refused", "tool", "request_sandbox", "address", addr, "code", sandboxer.Classify(err).Code)
 		return nil, nil, toolError(err)
 	}
-	s.noteRequested(req.Session, sbx.Address)
+	sbx, err := s.lib.Request(cctx, addr, sandboxer.RequestOptions{Extensions: in.Extensions, Profile: in.Profile,
+		TTL: in.TTL, Prefix: in.Prefix, CarryData: in.CarryData, ReadyTimeout: in.ReadyTimeout})
+	if err != nil {
+		s.unhold(cctx, req.Session, addr, had)
+		s.opts.Logger.Info("tool refused", "tool", "request_sandbox", "address", addr, "code", sandboxer.Classify(err).Code)
+		return nil, nil, toolError(err)
+	}
+	s.noteRequested(req.Session, addr)
 	s.opts.Logger.Info("tool", "tool", "request_sandbox", "address", sbx.Address, "generation", sbx.Generation, "reused", sbx.Reused, "from_pool", sbx.FromPool)
 	return nil, sbx, nil
 }

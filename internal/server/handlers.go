@@ -25,7 +25,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	sbx, err := s.lib.Request(ctx, body.Address, sandboxer.RequestOptions{
 		Key: body.Key, Extensions: body.Extensions, TTL: body.TTL,
-		Profile: body.Profile, Prefix: body.Prefix, CarryData: body.CarryData})
+		Profile: body.Profile, Prefix: body.Prefix, CarryData: body.CarryData, ReadyTimeout: body.ReadyTimeout})
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -30,6 +31,9 @@ const (
 // Provider drives one Docker engine. It is safe for concurrent use once
 // configured; set the exported fields before the first call.
 type Provider struct {
+	// waiting counts the services waiting to become ready (loadFactor).
+	waiting atomic.Int32
+
 	cli  *client.Client
 	host string
 	cfg  *config.Provider

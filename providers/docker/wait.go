@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/sandboxer/sandboxer/apply"
 )
 
 // Readiness polling: a failed attempt costs a refused connection through the
@@ -22,14 +24,30 @@ const (
 // errExited reports a container that stopped while we waited for it.
 var errExited = errors.New("container exited")
 
-// waitReady calls attempt until it succeeds or timeout passes. The engine
-// reports the container stopping (a wait request for "not-running"), so a
-// container that crashes during start fails at once instead of after the
-// whole timeout, without an inspect before every attempt. attempt must be a
-// real protocol exchange: the engine's port proxy accepts TCP before the
-// server listens, so a connect alone proves nothing.
+// waitReady calls attempt until it succeeds or the readiness timeout
+// passes. The engine reports the container stopping (a wait request for
+// "not-running"), so a container that crashes during start fails at once
+// instead of after the whole timeout, without an inspect before every
+// attempt. attempt must be a real protocol exchange: the engine's port
+// proxy accepts TCP before the server listens, so a connect alone proves
+// nothing.
+//
+// timeout is the base: unless the call asked for its own
+// (apply.WithReadyTimeout), it is scaled by how loaded the machine is
+// (loadFactor), looked at again when it runs out, so a burst of cold
+// starts on a busy machine gets the time it needs, up to a ceiling.
 func (p *Provider) waitReady(ctx context.Context, id string, timeout time.Duration, attempt func(context.Context) error) error {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
+	start := time.Now()
+	limit := func() time.Duration {
+		if d := apply.ReadyTimeout(ctx); d > 0 {
+			return d
+		}
+		return adaptTimeout(timeout, p.loadFactor())
+	}
+	allowed := limit()
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	exited, waitErr := p.cli.ContainerWait(wctx, id, container.WaitConditionNotRunning)
 	// The client's goroutine delivers exactly one value (an error once wctx
@@ -55,6 +73,13 @@ func (p *Provider) waitReady(ctx context.Context, id string, timeout time.Durati
 		if last == nil {
 			return nil
 		}
+		if time.Since(start) >= allowed {
+			if again := limit(); again > allowed {
+				allowed = again // the machine got busier meanwhile
+			} else {
+				return notReady(allowed, last)
+			}
+		}
 		select {
 		case r := <-exited:
 			consumed = true
@@ -64,24 +89,20 @@ func (p *Provider) waitReady(ctx context.Context, id string, timeout time.Durati
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if wctx.Err() != nil {
-				return notReady(timeout, last)
-			}
 			return p.engineErr("wait for container", err)
-		case <-wctx.Done():
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return notReady(timeout, last)
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, maxBackoff)
 	}
 }
 
+// notReady is transient (apply.ErrTransient): the same request may well
+// succeed on a machine less busy, and the front ends answer it as
+// unavailable with what to do.
 func notReady(timeout time.Duration, last error) error {
+	hint := "the machine may be busy: try again, or allow more time (ready_timeout per request, SANDBOXER_READY_TIMEOUT)"
 	if last == nil {
-		return fmt.Errorf("not ready after %s", timeout)
+		return fmt.Errorf("not ready after %s; %s: %w", timeout.Round(time.Second), hint, apply.ErrTransient)
 	}
-	return fmt.Errorf("not ready after %s; last probe: %w", timeout, last)
+	return fmt.Errorf("not ready after %s (last probe: %v); %s: %w", timeout.Round(time.Second), last, hint, apply.ErrTransient)
 }

@@ -84,7 +84,7 @@ func (s *pgState) Dump(t *testing.T) []byte {
 
 func (s *pgState) Reset(t *testing.T) {
 	t.Helper()
-	if _, err := s.conn(t).Exec(context.Background(), `DROP TABLE sandboxer_meta, sandboxer_records, sandboxer_history`); err != nil {
+	if _, err := s.conn(t).Exec(context.Background(), `DROP TABLE IF EXISTS sandboxer_meta, sandboxer_records, sandboxer_history, sandboxer_leases`); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -57,6 +57,8 @@ func Run(t *testing.T, newState func(t *testing.T) State) {
 		{"Passphrase", testPassphrase},
 		{"Import", testImport},
 		{"Move", testMove},
+		{"Leases", testLeases},
+		{"LeasesConcurrent", testLeasesConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newState(t)) })

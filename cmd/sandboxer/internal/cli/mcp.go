@@ -3,8 +3,10 @@ package cli
 import (
 	"io"
 	"log/slog"
+	"os/signal"
+	"sync"
+	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/internal/mcpserver"
@@ -48,6 +50,10 @@ func newMCPCmd(f *Factory, runF func(*MCPOptions) error) *cobra.Command {
 
 func mcpRun(cmd *cobra.Command, opts *MCPOptions) error {
 	f := opts.f
+	// A client that dies closes our stdout and stderr: a write there must
+	// fail (and end the session, which releases what it held), never kill
+	// the process with SIGPIPE halfway through its releases.
+	signal.Ignore(syscall.SIGPIPE)
 	serveGC(f)
 	s, err := openOnDemand(f, opts.OnDemand)
 	if err != nil {
@@ -55,9 +61,9 @@ func mcpRun(cmd *cobra.Command, opts *MCPOptions) error {
 	}
 	defer s.close()
 	srv := mcpserver.New(s.lib, mcpserver.Options{Version: Version, ReleaseOnDisconnect: opts.ReleaseOnDisconnect,
-		Logger: slog.New(slog.NewTextHandler(f.IO.Err, nil)), Base: f.hard})
+		Logger: slog.New(slog.NewTextHandler(&stickyWriter{w: f.IO.Err}, nil)), Base: f.hard})
 	// Stdout is the protocol's: nothing else may write there.
-	err = srv.MCP().Run(cmd.Context(), &mcp.IOTransport{Reader: readCloser{f.IO.In}, Writer: writeCloser{f.IO.Out}})
+	err = srv.RunStdio(cmd.Context(), f.IO.In, f.IO.Out)
 	srv.Wait()
 	if err != nil && cmd.Context().Err() == nil {
 		return err
@@ -65,12 +71,22 @@ func mcpRun(cmd *cobra.Command, opts *MCPOptions) error {
 	return nil
 }
 
-// readCloser and writeCloser let the factory's streams carry the MCP
-// session; closing them closes nothing the process still needs.
-type readCloser struct{ io.Reader }
+// stickyWriter is the log's stderr: after its first failed write (the
+// reader is gone) it drops what follows instead of trying again.
+type stickyWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	failed bool
+}
 
-func (readCloser) Close() error { return nil }
-
-type writeCloser struct{ io.Writer }
-
-func (writeCloser) Close() error { return nil }
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed {
+		return len(p), nil
+	}
+	if _, err := s.w.Write(p); err != nil {
+		s.failed = true
+	}
+	return len(p), nil
+}

@@ -79,6 +79,7 @@ func reapRun(cmd *cobra.Command, opts *ReapOptions) error {
 
 type reapDoc struct {
 	Expired []string       `json:"expired"`
+	Unheld  []string       `json:"unheld,omitempty"`
 	Orphans []reapResource `json:"orphans"`
 	Skipped []reapSkip     `json:"skipped"`
 	Damaged []reapDamaged  `json:"damaged"`
@@ -103,7 +104,7 @@ type reapSkip struct {
 }
 
 func reapJSON(w io.Writer, rep *ondemand.ReapReport) error {
-	doc := reapDoc{Expired: append([]string{}, rep.Expired...), Orphans: []reapResource{}, Skipped: []reapSkip{}, Damaged: []reapDamaged{}}
+	doc := reapDoc{Expired: append([]string{}, rep.Expired...), Unheld: rep.Unheld, Orphans: []reapResource{}, Skipped: []reapSkip{}, Damaged: []reapDamaged{}}
 	for _, o := range rep.Orphans {
 		doc.Orphans = append(doc.Orphans, reapResource{o.Kind, o.Name, o.Address, o.Generation})
 	}
@@ -124,6 +125,9 @@ func reapJSON(w io.Writer, rep *ondemand.ReapReport) error {
 func printReap(w io.Writer, rep *ondemand.ReapReport, complete bool) {
 	for _, a := range rep.Expired {
 		fmt.Fprintf(w, "%s: destroyed (its ttl has expired)\n", a)
+	}
+	for _, a := range rep.Unheld {
+		fmt.Fprintf(w, "%s: released (every session that held it is gone)\n", a)
 	}
 	byAddr := map[string]int{}
 	for _, o := range rep.Orphans {

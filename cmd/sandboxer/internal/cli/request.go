@@ -14,16 +14,17 @@ import (
 
 // RequestOptions are the flags of `sandboxer request`.
 type RequestOptions struct {
-	f          *Factory
-	OnDemand   OnDemandOptions
-	Addr       string
-	Key        string
-	Extensions []string
-	CarryData  bool
-	TTL        string
-	Profile    string
-	Prefix     string
-	JSON       bool
+	f            *Factory
+	OnDemand     OnDemandOptions
+	Addr         string
+	Key          string
+	Extensions   []string
+	CarryData    bool
+	ReadyTimeout string
+	TTL          string
+	Profile      string
+	Prefix       string
+	JSON         bool
 }
 
 func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command {
@@ -59,6 +60,7 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 	fs.StringVar(&opts.TTL, "ttl", "", "lifetime from now, overriding the block's ttl (e.g. 30m, 4h, 2d; at most 30d)")
 	fs.StringVar(&opts.Profile, "profile", "", "ask for the `NAME`d profile of the block's project (its services and extensions)")
 	fs.StringVar(&opts.Prefix, "prefix", "", "start variable names with `PREFIX` instead of the block's env_prefix or SANDBOXER_ (e.g. ROBOCO_TEST_)")
+	fs.StringVar(&opts.ReadyTimeout, "ready-timeout", "", "how long a provision may wait for each service to start (`DURATION`, e.g. 5m; default: grows with the machine's load)")
 	fs.BoolVar(&opts.JSON, "json", false, "print one JSON object")
 	return cmd
 }
@@ -76,7 +78,7 @@ func requestRun(cmd *cobra.Command, opts *RequestOptions) error {
 	defer s.close()
 	sbx, err := s.lib.Request(f.hard, opts.Addr, sandboxer.RequestOptions{
 		Key: opts.Key, Extensions: ext, TTL: opts.TTL,
-		Profile: opts.Profile, Prefix: opts.Prefix, CarryData: opts.CarryData})
+		Profile: opts.Profile, Prefix: opts.Prefix, CarryData: opts.CarryData, ReadyTimeout: opts.ReadyTimeout})
 	if err != nil {
 		return unprovidable(f, err, s.cfg)
 	}

@@ -1,0 +1,3 @@
+provider "docker" {
+  ready_timeout = "soon" # ERROR: Invalid ready_timeout
+}
