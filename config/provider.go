@@ -18,6 +18,7 @@ var providerBlockSchema = &hcl.BodySchema{
 		{Name: "advertise_host"},
 		{Name: "tls"},
 		{Name: "storage"},
+		{Name: "template"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "image", LabelNames: []string{"service"}}},
 }
@@ -115,6 +116,15 @@ func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics 
 		}
 	}
 	diags = append(diags, l.decodeLimitsAndStorage(p, content, sc)...)
+	if attr, ok := content.Attributes["template"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		if bv, ok, more := typed(v, attr.Expr, cty.Bool, "template"); ok {
+			p.NoTemplate = bv.False()
+		} else {
+			diags = append(diags, more...)
+		}
+	}
 	if attr, ok := content.Attributes["networks"]; ok {
 		nets, more := l.networkList(attr, sc)
 		diags = append(diags, more...)

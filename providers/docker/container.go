@@ -27,6 +27,12 @@ type containerSpec struct {
 	// Volumes are paths that get an anonymous volume labelled like the
 	// container: removed with it, and found by label if it is not.
 	Volumes []string
+	// User, Entrypoint: the container's user and entrypoint when not the
+	// image's (a PostgreSQL sandbox started from a template, pgtemplate.go).
+	User       string
+	Entrypoint []string
+	// ROVolumes are named volumes mounted read-only: target → volume.
+	ROVolumes map[string]string
 }
 
 // createContainer creates (does not start) one service's container, records
@@ -40,6 +46,8 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 		Hostname:     spec.Service,
 		ExposedPorts: nat.PortSet{spec.Port: struct{}{}},
 		Labels:       serviceLabels(b.req.Address, b.req.Lineage, b.req.Generation, spec.Service),
+		User:         spec.User,
+		Entrypoint:   spec.Entrypoint,
 	}
 	host := &container.HostConfig{
 		PortBindings: nat.PortMap{spec.Port: []nat.PortBinding{{HostIP: publishAddress(b), HostPort: ""}}},
@@ -53,6 +61,12 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 			Type:          mount.TypeVolume,
 			Target:        path,
 			VolumeOptions: &mount.VolumeOptions{Labels: cfg.Labels},
+		})
+	}
+	for _, target := range sortedKeys(spec.ROVolumes) {
+		host.Mounts = append(host.Mounts, mount.Mount{
+			Type: mount.TypeVolume, Source: spec.ROVolumes[target], Target: target, ReadOnly: true,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true},
 		})
 	}
 	if p.cfg.MemoryMB > 0 {

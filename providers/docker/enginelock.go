@@ -46,16 +46,24 @@ func lineageLockName(lineage, purpose string) string {
 // lockLineage takes the engine lock on purpose for lineage, waiting while
 // another process holds it, and returns the function that releases it.
 func (p *Provider) lockLineage(ctx context.Context, lineage, purpose string) (unlock func(), err error) {
-	name := lineageLockName(lineage, purpose)
+	return p.lockEngine(ctx, lineageLockName(lineage, purpose), map[string]string{
+		LabelManaged: "true",
+		LabelLineage: lineage,
+		LabelLock:    purpose,
+	})
+}
+
+// lockEngine takes the engine lock held by the volume name, labelled with
+// labels (which must name the lock's purpose, LabelLock) and a token of
+// its own, waiting while another process holds it.
+func (p *Provider) lockEngine(ctx context.Context, name string, base map[string]string) (unlock func(), err error) {
 	token, err := lockToken()
 	if err != nil {
 		return nil, err
 	}
-	labels := map[string]string{
-		LabelManaged:   "true",
-		LabelLineage:   lineage,
-		LabelLock:      purpose,
-		labelLockToken: token,
+	labels := map[string]string{labelLockToken: token}
+	for k, v := range base {
+		labels[k] = v
 	}
 	var (
 		seen      string // the other holder's token

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 
@@ -65,46 +66,30 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	}
 	spec.Tmpfs, spec.Volumes = pgDataMounts(ii, pgdata, p.cfg.Storage)
 	spec.Cmd = append(spec.Cmd, pgsvc.LeanArgs...)
+	// What the server runs with during a template's init (pgtemplate.go).
+	initCmd := slices.Clone(spec.Cmd)
 	spec.Cmd = append(spec.Cmd, pgsvc.PreloadArgs(feats)...)
 	if t := b.reach.tls; t != nil {
 		spec.Cmd = append(spec.Cmd, postgresTLSArgs()...)
 	}
-	id, name, err := p.createContainer(ctx, b, spec)
-	if err != nil {
-		return err
-	}
-	files := []containerFile{
-		// Mode 0400: the entrypoint reads it as root or as the image's
-		// postgres user, which owns it (facts.Owner).
-		{Path: secretPath(pgPasswordFile), Content: []byte(c.AdminPassword.Reveal()), Mode: 0o400},
-		// World-readable: psql reads it as the image's postgres user, whose
-		// uid differs between images (999 on Debian, 70 on Alpine). It holds
-		// no password, only the verifier the server keeps anyway.
-		{Path: path.Join(pgsvc.InitDir, pgsvc.InitScriptName), Content: pgsvc.InitScript(c, b.pgVerifier, feats, p.cat.Allowed("postgres")), Mode: 0o444},
-	}
+	var tlsFiles []containerFile
 	if t := b.reach.tls; t != nil {
-		files = append(append(files, t.files()...), postgresHBA())
-	}
-	if err := p.copyFiles(ctx, id, facts.Owner, files...); err != nil {
-		return fmt.Errorf("copy admin password and init script into %s: %w", name, err)
-	}
-	port, err := p.startContainer(ctx, b, "postgres", id, name, postgresPort)
-	if err != nil {
-		return err
-	}
-	c.Port = port
-	// The image's init server listens on the Unix socket only, so an answer
-	// over TCP comes from the real server, after the init script ran.
-	tlsConf, err := clientTLS(c, c.Host)
-	if err != nil {
-		return err
+		tlsFiles = append(t.files(), postgresHBA())
 	}
 	var conn *pgx.Conn
-	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
-		var err error
-		conn, err = pgsvc.Ready(ctx, c, tlsConf)
-		return err
-	})
+	if p.templatesOn(facts.Owner) {
+		tb := templateBuild{ref: img.Ref, ii: ii, owner: facts.Owner, env: env, cmd: initCmd, admin: c.AdminUser,
+			key: templateKey(ii.ID, facts.Owner, sortedEnv(env), initCmd)}
+		conn, c, err = p.startPostgresFromTemplate(ctx, b, feats, c, tb, spec, pgdata, tlsFiles)
+	} else {
+		var id string
+		if id, c.Port, err = p.startPostgresFromScratch(ctx, b, feats, c, facts.Owner, spec, tlsFiles); err == nil {
+			// The image's init server listens on the Unix socket only, so
+			// an answer over TCP comes from the real server, after the
+			// init script ran.
+			conn, err = p.awaitPostgres(ctx, id, c)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -115,4 +100,44 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	}
 	b.done("postgres", c, available)
 	return nil
+}
+
+// startPostgresFromScratch starts a container whose entrypoint
+// initialises an empty data directory and runs the init script.
+func (p *Provider) startPostgresFromScratch(ctx context.Context, b *build, feats []string, c state.Credentials, owner fileOwner, spec containerSpec, tlsFiles []containerFile) (string, int, error) {
+	id, name, err := p.createContainer(ctx, b, spec)
+	if err != nil {
+		return "", 0, err
+	}
+	files := []containerFile{
+		// Mode 0400: the entrypoint reads it as root or as the image's
+		// postgres user, which owns it (facts.Owner).
+		{Path: secretPath(pgPasswordFile), Content: []byte(c.AdminPassword.Reveal()), Mode: 0o400},
+		// World-readable: psql reads it as the image's postgres user, whose
+		// uid differs between images (999 on Debian, 70 on Alpine). It holds
+		// no password, only the verifier the server keeps anyway.
+		{Path: path.Join(pgsvc.InitDir, pgsvc.InitScriptName), Content: pgsvc.InitScript(c, b.pgVerifier, feats, p.cat.Allowed("postgres")), Mode: 0o444},
+	}
+	files = append(files, tlsFiles...)
+	if err := p.copyFiles(ctx, id, owner, files...); err != nil {
+		return "", 0, fmt.Errorf("copy admin password and init script into %s: %w", name, err)
+	}
+	port, err := p.startContainer(ctx, b, "postgres", id, name, postgresPort)
+	return id, port, err
+}
+
+// awaitPostgres waits for the app role's login and SELECT 1 and returns
+// that connection.
+func (p *Provider) awaitPostgres(ctx context.Context, id string, c state.Credentials) (*pgx.Conn, error) {
+	tlsConf, err := clientTLS(c, c.Host)
+	if err != nil {
+		return nil, err
+	}
+	var conn *pgx.Conn
+	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
+		var err error
+		conn, err = pgsvc.Ready(ctx, c, tlsConf)
+		return err
+	})
+	return conn, err
 }
