@@ -53,6 +53,7 @@ const (
 	labelTemplateBuild = "dev.sandboxer.template-build"
 	labelTemplateImage = "dev.sandboxer.template-image"
 	labelTemplateMajor = "dev.sandboxer.template-pg-major"
+	labelTemplateSalt  = "dev.sandboxer.template-test" // tests only: Provider.templateSalt
 	// templateFormat changes when what a template holds or how it is used
 	// changes, so no template of another format is ever used.
 	templateFormat = "pgtpl-1"
@@ -79,9 +80,9 @@ func (p *Provider) templatesOn(owner fileOwner) bool {
 }
 
 // templateKey hashes what shapes a template (see above).
-func templateKey(imageID string, owner fileOwner, env, cmd []string) string {
+func templateKey(salt, imageID string, owner fileOwner, env, cmd []string) string {
 	h := sha256.New()
-	for _, part := range [][]string{{templateFormat, imageID, fmt.Sprintf("%d:%d", owner.UID, owner.GID)}, env, cmd} {
+	for _, part := range [][]string{{templateFormat + salt, imageID, fmt.Sprintf("%d:%d", owner.UID, owner.GID)}, env, cmd} {
 		for _, s := range part {
 			h.Write([]byte(s))
 			h.Write([]byte{0})
@@ -194,6 +195,9 @@ func (p *Provider) buildTemplate(ctx context.Context, b *build, tb templateBuild
 		labelTemplateImage: tb.ii.ID,
 		labelTemplateMajor: imageEnv(tb.ii, "PG_MAJOR"),
 	}
+	if p.templateSalt != "" {
+		labels[labelTemplateSalt] = p.templateSalt
+	}
 	if _, err := p.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels}); err != nil {
 		return nil, p.engineErr("create template volume", err)
 	}
@@ -282,7 +286,14 @@ func templateSpec(spec containerSpec, ii image.InspectResponse, owner fileOwner,
 		ep = ii.Config.Entrypoint
 	}
 	out.Cmd = append(append([]string{}, ep...), spec.Cmd...)
-	out.Env = append(append([]string{}, spec.Env...), "PGDATA="+pgdata)
+	// No password file: the entrypoint finds an initialised directory,
+	// but would still read the file it names.
+	out.Env = []string{"PGDATA=" + pgdata}
+	for _, e := range spec.Env {
+		if !strings.HasPrefix(e, "POSTGRES_PASSWORD_FILE=") {
+			out.Env = append(out.Env, e)
+		}
+	}
 	out.ROVolumes = map[string]string{pgsvc.TemplateMount: t.Volume}
 	out.Tmpfs = map[string]string{}
 	for dir, opts := range spec.Tmpfs {

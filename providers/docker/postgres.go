@@ -79,7 +79,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	var conn *pgx.Conn
 	if p.templatesOn(facts.Owner) {
 		tb := templateBuild{ref: img.Ref, ii: ii, owner: facts.Owner, env: env, cmd: initCmd, admin: c.AdminUser,
-			key: templateKey(ii.ID, facts.Owner, sortedEnv(env), initCmd)}
+			key: templateKey(p.templateSalt, ii.ID, facts.Owner, sortedEnv(env), initCmd)}
 		conn, c, err = p.startPostgresFromTemplate(ctx, b, feats, c, tb, spec, pgdata, tlsFiles)
 	} else {
 		var id string

@@ -63,6 +63,10 @@ type Provider struct {
 	// waiters (enginelock.go).
 	lockStaleAfter time.Duration
 
+	// templateSalt, when set (tests only), goes into every template key
+	// (pgtemplate.go), so a test has templates of its own.
+	templateSalt string
+
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.
 	onSecrets func(...string)
