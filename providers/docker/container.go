@@ -31,8 +31,8 @@ type containerSpec struct {
 	// image's (a PostgreSQL sandbox started from a template, pgtemplate.go).
 	User       string
 	Entrypoint []string
-	// ROVolumes are named volumes mounted read-only: target → volume.
-	ROVolumes map[string]string
+	// Mounts are further mounts as they are (a template, pgtemplate.go).
+	Mounts []mount.Mount
 }
 
 // createContainer creates (does not start) one service's container, records
@@ -63,12 +63,7 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 			VolumeOptions: &mount.VolumeOptions{Labels: cfg.Labels},
 		})
 	}
-	for _, target := range sortedKeys(spec.ROVolumes) {
-		host.Mounts = append(host.Mounts, mount.Mount{
-			Type: mount.TypeVolume, Source: spec.ROVolumes[target], Target: target, ReadOnly: true,
-			VolumeOptions: &mount.VolumeOptions{NoCopy: true},
-		})
-	}
+	host.Mounts = append(host.Mounts, spec.Mounts...)
 	if p.cfg.MemoryMB > 0 {
 		host.Memory = p.cfg.MemoryMB * 1024 * 1024
 	}

@@ -69,6 +69,7 @@ type pgTemplate struct {
 	Key     string
 	Build   string // the build's token, unique to each build
 	created time.Time
+	labels  map[string]string
 }
 
 // templatesOn reports whether sandboxes of this image start from a
@@ -106,7 +107,7 @@ func (p *Provider) findTemplate(ctx context.Context, key string) (*pgTemplate, e
 		if v.Labels[LabelTemplate] == "" {
 			continue
 		}
-		t := &pgTemplate{Volume: v.Name, Key: key, Build: v.Labels[labelTemplateBuild]}
+		t := &pgTemplate{Volume: v.Name, Key: key, Build: v.Labels[labelTemplateBuild], labels: v.Labels}
 		t.created, _ = time.Parse(time.RFC3339Nano, v.CreatedAt)
 		if best == nil || t.created.After(best.created) || (t.created.Equal(best.created) && t.Volume > best.Volume) {
 			best = t
@@ -269,7 +270,7 @@ func (p *Provider) buildTemplate(ctx context.Context, b *build, tb templateBuild
 	case err := <-waitErr:
 		return nil, fmt.Errorf("template of %s: %w", tb.ref, p.engineErr("wait for template builder", err))
 	}
-	return &pgTemplate{Volume: name, Key: tb.key, Build: token}, nil
+	return &pgTemplate{Volume: name, Key: tb.key, Build: token, labels: labels}, nil
 }
 
 // templateSpec turns the container spec of a sandbox started from
@@ -294,7 +295,12 @@ func templateSpec(spec containerSpec, ii image.InspectResponse, owner fileOwner,
 			out.Env = append(out.Env, e)
 		}
 	}
-	out.ROVolumes = map[string]string{pgsvc.TemplateMount: t.Volume}
+	// Labelled like the template: should CollectTemplates remove it
+	// between finding and mounting, the engine makes an empty volume of
+	// that name, which the start script finds damaged and the collector
+	// removes later; no unlabelled volume is ever made.
+	out.Mounts = []mount.Mount{{Type: mount.TypeVolume, Source: t.Volume, Target: pgsvc.TemplateMount, ReadOnly: true,
+		VolumeOptions: &mount.VolumeOptions{NoCopy: true, Labels: t.labels}}}
 	out.Tmpfs = map[string]string{}
 	for dir, opts := range spec.Tmpfs {
 		if below(pgdata, dir) {

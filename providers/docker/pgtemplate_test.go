@@ -272,14 +272,28 @@ func TestTemplateRebuilt(t *testing.T) {
 		if err := p.Delete(ctx, recordFor(req, c)); err != nil {
 			t.Fatal(err)
 		}
-		vs := templateVolumes(t, p)
-		if len(vs) != 1 {
-			t.Fatalf("%s: %d template volumes, want 1", what, len(vs))
+		// The newest volume is the template; an older complete one
+		// may remain until CollectTemplates; a removed or damaged one
+		// not in use is gone.
+		var newest *volume.Volume
+		for _, v := range templateVolumes(t, p) {
+			if v.Labels[labelTemplateBuild] == "halfmade" {
+				t.Errorf("%s: the half-made template is still there", what)
+			}
+			if newest == nil || v.CreatedAt > newest.CreatedAt {
+				newest = v
+			}
 		}
-		return vs[0].Labels[labelTemplateBuild]
+		if newest == nil {
+			t.Fatalf("%s: no template volume", what)
+		}
+		return newest.Labels[labelTemplateBuild]
 	}
 	build1 := create("first use")
 	tpl := templateVolumes(t, p)[0]
+	if n := len(templateVolumes(t, p)); n != 1 {
+		t.Fatalf("%d template volumes after the first use, want 1", n)
+	}
 
 	// Removed by hand.
 	if err := p.cli.VolumeRemove(ctx, tpl.Name, false); err != nil {
@@ -292,10 +306,16 @@ func TestTemplateRebuilt(t *testing.T) {
 
 	// Damaged: the marker written last is gone.
 	tpl = templateVolumes(t, p)[0]
+	if n := len(templateVolumes(t, p)); n != 1 {
+		t.Fatalf("%d template volumes after a rebuild, want 1", n)
+	}
 	runInVolume(t, p, tpl.Name, "rm", pgsvc.TemplateData+"/"+pgsvc.TemplateMarker)
 	build3 := create("after damage")
 	if build3 == build2 {
 		t.Fatal("a damaged template was used")
+	}
+	if n := len(templateVolumes(t, p)); n != 1 {
+		t.Fatalf("%d template volumes after the damaged one was rebuilt, want 1", n)
 	}
 
 	// Half-made: a newer labelled volume with nothing in it, as a builder
