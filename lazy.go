@@ -38,12 +38,12 @@ type lazyProvider struct {
 }
 
 var (
-	_ apply.Provider       = (*lazyProvider)(nil)
-	_ apply.Inventory      = (*lazyProvider)(nil)
-	_ apply.NetworkChecker = (*lazyProvider)(nil)
+	_ apply.Provider          = (*lazyProvider)(nil)
+	_ apply.Inventory         = (*lazyProvider)(nil)
+	_ apply.NetworkChecker    = (*lazyProvider)(nil)
 	_ apply.TemplateCollector = (*lazyProvider)(nil)
-	_ snapshot.Engine      = (*lazyProvider)(nil)
-	_ snapshot.SQLRunner   = (*lazyProvider)(nil)
+	_ snapshot.Engine         = (*lazyProvider)(nil)
+	_ snapshot.SQLRunner      = (*lazyProvider)(nil)
 )
 
 // on returns the provider of runtime ("" is docker), connecting it.

@@ -87,8 +87,8 @@ type ReapReport struct {
 	// Templates are the template data directories removed because no
 	// image of the configuration uses them (apply.TemplateCollector).
 	Templates []Resource
-	Skipped []Skip
-	Damaged []Damaged // sorted by address
+	Skipped   []Skip
+	Damaged   []Damaged // sorted by address
 }
 
 // Reap runs one pass. Errors of single addresses are joined; the rest of
