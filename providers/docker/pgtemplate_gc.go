@@ -40,6 +40,10 @@ func (p *Provider) CollectTemplates(ctx context.Context, keep []string) ([]apply
 		current[ii.ID] = true
 	}
 	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelTemplate))
+	if p.templateSalt != "" {
+		// A test collects its own templates only.
+		f.Add("label", labelTemplateSalt+"="+p.templateSalt)
+	}
 	var out []apply.Resource
 	var errs []error
 	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})

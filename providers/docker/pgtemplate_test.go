@@ -409,6 +409,19 @@ func TestTemplateNewImageSameTag(t *testing.T) {
 	if ids[0] == ids[1] {
 		t.Fatal("the two builds made one image")
 	}
+	// reap's collection: the first build's template is no configured
+	// image's any more; the current one stays.
+	removed, err := p.CollectTemplates(ctx, []string{tag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := templateVolumes(t, p)
+	if len(removed) != 1 || len(vs) != 1 || vs[0].Labels[labelTemplateImage] != ids[1] {
+		t.Errorf("collect: removed %v, left %d template(s)", removed, len(vs))
+	}
+	if removed, err := p.CollectTemplates(ctx, nil); err != nil || len(removed) != 1 {
+		t.Errorf("collect with no image configured: removed %v, %v", removed, err)
+	}
 	assertNothingLabelled(t, p, lineage)
 }
 
@@ -436,4 +449,140 @@ func buildVariant(t *testing.T, p *Provider, tag, extra string) string {
 		t.Fatal(err)
 	}
 	return ii.ID
+}
+
+// TestTemplateIndistinguishable: a sandbox started from a template and
+// one initialised from scratch look the same to a client: settings (SHOW
+// ALL), roles and their attributes, databases, privileges, extensions,
+// host-based authentication rules.
+func TestTemplateIndistinguishable(t *testing.T) {
+	ctx := context.Background()
+	feats := []string{"pg_trgm", "vector"}
+	tp, _ := newTemplateProvider(t, nil)
+	scratchCfg := testConfig()
+	scratchCfg.NoTemplate = true
+	sp, err := New(ctx, scratchCfg, config.DefaultCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	views := map[string]map[string][]string{}
+	for _, side := range []struct {
+		name string
+		p    *Provider
+	}{{"template", tp}, {"scratch", sp}} {
+		lineage := newLineage(t, side.p)
+		req := pgOnly("sandbox.same", lineage, 1, feats...)
+		c, err := side.p.Create(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", side.name, err)
+		}
+		views[side.name] = clientView(t, c.Credentials["postgres"])
+		if side.name == "template" {
+			ci, err := side.p.cli.ContainerInspect(ctx, c.Resources.Containers["postgres"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !mountsTemplate(ci.Mounts) {
+				t.Fatal("the template side did not start from a template")
+			}
+		}
+		if err := side.p.Delete(ctx, recordFor(req, c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range sortedKeys(views["scratch"]) {
+		if d := cmpLines(views["scratch"][q], views["template"][q]); d != "" {
+			t.Errorf("%s differs (- scratch, + template):\n%s", q, d)
+		}
+	}
+}
+
+func mountsTemplate(ms []container.MountPoint) bool {
+	for _, m := range ms {
+		if m.Destination == pgsvc.TemplateMount {
+			return true
+		}
+	}
+	return false
+}
+
+// clientView is what clients can see of a sandbox, one query → rows.
+func clientView(t *testing.T, pg state.Credentials) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string][]string{}
+	run := func(user string, pw state.Secret, db, name, q string) {
+		conn, err := pgsvc.Connect(ctx, pg.Host, pg.Port, user, pw, db, nil)
+		if err != nil {
+			t.Fatalf("%s: connect as %s: %v", name, user, err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, "SELECT row_to_json(x)::text FROM ("+q+") x ORDER BY 1")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = append(out[name], s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	run(pg.User, pg.Password, pg.Database, "SHOW ALL (app role)", "SELECT name, setting FROM pg_settings")
+	run(pg.AdminUser, pg.AdminPassword, "postgres", "pg_settings sources (admin)", "SELECT name, setting, source, sourcefile IS NOT NULL AS infile FROM pg_settings")
+	run(pg.AdminUser, pg.AdminPassword, "postgres", "roles", `SELECT rolname, rolsuper, rolinherit, rolcreaterole, rolcreatedb,
+		rolcanlogin, rolreplication, rolbypassrls, rolconnlimit, rolvaliduntil, split_part(rolpassword, ':', 1) AS scram,
+		rolconfig FROM pg_authid`)
+	run(pg.AdminUser, pg.AdminPassword, "postgres", "role memberships", `SELECT pg_get_userbyid(roleid) r, pg_get_userbyid(member) m,
+		admin_option FROM pg_auth_members`)
+	run(pg.AdminUser, pg.AdminPassword, "postgres", "databases", `SELECT datname, pg_get_userbyid(datdba) AS owner,
+		pg_encoding_to_char(encoding) AS enc, datlocprovider, datcollate, datctype, datistemplate, datallowconn, datconnlimit,
+		datacl::text FROM pg_database`)
+	run(pg.AdminUser, pg.AdminPassword, "postgres", "hba rules", `SELECT type, database, user_name, address, netmask,
+		auth_method, options, error FROM pg_hba_file_rules`)
+	for _, db := range []string{pg.Database, "template1", "postgres"} {
+		run(pg.AdminUser, pg.AdminPassword, db, "extensions in "+db, `SELECT extname, pg_get_userbyid(extowner) AS owner,
+			extversion, extrelocatable FROM pg_extension`)
+		run(pg.AdminUser, pg.AdminPassword, db, "schemas in "+db, `SELECT nspname, pg_get_userbyid(nspowner) AS owner,
+			nspacl::text FROM pg_namespace`)
+		run(pg.AdminUser, pg.AdminPassword, db, "default privileges in "+db, `SELECT pg_get_userbyid(defaclrole) r,
+			defaclobjtype, defaclacl::text FROM pg_default_acl`)
+		run(pg.AdminUser, pg.AdminPassword, db, "relations in "+db, `SELECT n.nspname, c.relname, c.relkind,
+			pg_get_userbyid(c.relowner) o, c.relacl::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')`)
+	}
+	run(pg.User, pg.Password, pg.Database, "app role privileges", `SELECT d.datname,
+		has_database_privilege(d.datname, 'CREATE') c, has_database_privilege(d.datname, 'CONNECT') cn,
+		has_database_privilege(d.datname, 'TEMP') tmp FROM pg_database d`)
+	return out
+}
+
+// cmpLines is a line diff of two sorted row lists, "" when equal.
+func cmpLines(a, b []string) string {
+	in := func(xs []string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range xs {
+			m[x] = true
+		}
+		return m
+	}
+	ina, inb := in(a), in(b)
+	var d strings.Builder
+	for _, x := range a {
+		if !inb[x] {
+			d.WriteString("- " + x + "\n")
+		}
+	}
+	for _, x := range b {
+		if !ina[x] {
+			d.WriteString("+ " + x + "\n")
+		}
+	}
+	return d.String()
 }
