@@ -21,7 +21,9 @@ const (
 	pgPasswordFile = pgsvc.PasswordFile
 )
 
-// startPostgres runs the official-image contract with sandboxer's admin as
+// startPostgres starts from a template data directory (pgfromtemplate.go)
+// unless the provider turns templates off; else, and to make a template,
+// it runs the official-image contract with sandboxer's admin as
 // POSTGRES_USER (the image makes it a superuser), the data directory on a
 // labelled anonymous volume or a tmpfs (see pgDataMounts) and durability
 // switched off (a sandbox is disposable). The app role,
