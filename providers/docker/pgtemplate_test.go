@@ -491,6 +491,11 @@ func TestTemplateIndistinguishable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, q := range []string{"SHOW ALL (app role)", "roles", "databases", "hba rules", "extensions in app"} {
+		if len(views["scratch"][q]) == 0 || len(views["template"][q]) == 0 {
+			t.Fatalf("%s: no rows to compare", q)
+		}
+	}
 	for _, q := range sortedKeys(views["scratch"]) {
 		if d := cmpLines(views["scratch"][q], views["template"][q]); d != "" {
 			t.Errorf("%s differs (- scratch, + template):\n%s", q, d)
@@ -537,8 +542,10 @@ func clientView(t *testing.T, pg state.Credentials) map[string][]string {
 	run(pg.User, pg.Password, pg.Database, "SHOW ALL (app role)", "SELECT name, setting FROM pg_settings")
 	run(pg.AdminUser, pg.AdminPassword, "postgres", "pg_settings sources (admin)", "SELECT name, setting, source, sourcefile IS NOT NULL AS infile FROM pg_settings")
 	run(pg.AdminUser, pg.AdminPassword, "postgres", "roles", `SELECT rolname, rolsuper, rolinherit, rolcreaterole, rolcreatedb,
-		rolcanlogin, rolreplication, rolbypassrls, rolconnlimit, rolvaliduntil, split_part(rolpassword, ':', 1) AS scram,
-		rolconfig FROM pg_authid`)
+		rolcanlogin, rolreplication, rolbypassrls, rolconnlimit, rolvaliduntil, split_part(rolpassword, ':', 1) AS scram
+		FROM pg_authid`)
+	run(pg.AdminUser, pg.AdminPassword, "postgres", "role settings", `SELECT setdatabase, pg_get_userbyid(setrole) r,
+		setconfig FROM pg_db_role_setting`)
 	run(pg.AdminUser, pg.AdminPassword, "postgres", "role memberships", `SELECT pg_get_userbyid(roleid) r, pg_get_userbyid(member) m,
 		admin_option FROM pg_auth_members`)
 	run(pg.AdminUser, pg.AdminPassword, "postgres", "databases", `SELECT datname, pg_get_userbyid(datdba) AS owner,
