@@ -50,13 +50,15 @@ func (p *Provider) lockLineage(ctx context.Context, lineage, purpose string) (un
 		LabelManaged: "true",
 		LabelLineage: lineage,
 		LabelLock:    purpose,
-	})
+	}, lockPoll)
 }
 
 // lockEngine takes the engine lock held by the volume name, labelled with
 // labels (which must name the lock's purpose, LabelLock) and a token of
-// its own, waiting while another process holds it.
-func (p *Provider) lockEngine(ctx context.Context, name string, base map[string]string) (unlock func(), err error) {
+// its own, waiting while another process holds it and asking again every
+// poll (a lock held for seconds, as a template build holds it, is asked
+// for less often: every waiter's request is an engine call).
+func (p *Provider) lockEngine(ctx context.Context, name string, base map[string]string, poll time.Duration) (unlock func(), err error) {
 	token, err := lockToken()
 	if err != nil {
 		return nil, err
@@ -100,7 +102,7 @@ func (p *Provider) lockEngine(ctx context.Context, name string, base map[string]
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for lock %s: %w", name, ctx.Err())
-		case <-time.After(lockPoll):
+		case <-time.After(poll):
 		}
 	}
 }

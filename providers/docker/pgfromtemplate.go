@@ -13,15 +13,15 @@ import (
 
 // startPostgresFromTemplate starts a sandbox's PostgreSQL from a copy of
 // the template tb names (pgtemplate.go), building the template first when
-// there is none. The container's start script copies the template into
-// the data directory (the sandbox's own volume or tmpfs), sets the
-// admin's and the app role's SCRAM verifiers and makes the app database
-// and extensions in single-user mode, and only then runs the image's
+// there is none. The container's start script copies the template (with
+// the app role, database and extensions) into the data directory (the
+// sandbox's own volume or tmpfs), sets the admin's and the app role's
+// SCRAM verifiers in single-user mode, and only then runs the image's
 // entrypoint, which finds an initialised directory and starts the server:
 // when the port first answers, every password it accepts is this
 // sandbox's. A template the script finds damaged is rebuilt once and the
 // sandbox started again; it never runs.
-func (p *Provider) startPostgresFromTemplate(ctx context.Context, b *build, feats []string, c state.Credentials,
+func (p *Provider) startPostgresFromTemplate(ctx context.Context, b *build, c state.Credentials,
 	tb templateBuild, spec containerSpec, pgdata string, tlsFiles []containerFile) (*pgx.Conn, state.Credentials, error) {
 	adminVerifier, err := scramVerifier(c.AdminPassword.Reveal())
 	if err != nil {
@@ -31,7 +31,7 @@ func (p *Provider) startPostgresFromTemplate(ctx context.Context, b *build, feat
 	if p.onSecrets != nil {
 		p.onSecrets(adminVerifier)
 	}
-	sessions := pgsvc.TemplateSessions(c, adminVerifier, b.pgVerifier, feats, p.cat.Allowed("postgres"))
+	sessions := pgsvc.TemplateSessions(c, adminVerifier, b.pgVerifier)
 	names := make([]string, len(sessions))
 	files := make([]containerFile, 0, len(sessions)+1+len(tlsFiles))
 	for i, s := range sessions {

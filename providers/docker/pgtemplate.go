@@ -32,7 +32,11 @@ import (
 // image ID (a rebuilt image under the same tag is a new template), the
 // environment the entrypoint initialises with (admin name, initdb
 // arguments, time zone, PATH), the server's arguments during init, the
-// image's service user, and the format of the template itself. A new key
+// init script (app role and database names, the features and the
+// allowlist), the image's service user, and the format of the template
+// itself. The features are in it so that a sandbox's copy needs nothing
+// but its passwords: CREATE EXTENSION and CREATE DATABASE cost a copy
+// more than the rest of its start together. A new key
 // is a new template; the old one is never reused.
 //
 // Concurrent first uses make one template: a builder holds the engine
@@ -56,11 +60,16 @@ const (
 	labelTemplateSalt  = "dev.sandboxer.template-test" // tests only: Provider.templateSalt
 	// templateFormat changes when what a template holds or how it is used
 	// changes, so no template of another format is ever used.
-	templateFormat = "pgtpl-1"
+	templateFormat = "pgtpl-2"
 	// templateBuildTimeout bounds a build; it is below lockStale, so no
 	// waiter takes the lock over from a live builder.
 	templateBuildTimeout = lockStale * 3 / 4
 	templateStartScript  = "pg-from-template.sh"
+	// templateLockPoll: waiters for a build ask for its lock this often
+	// (a build takes seconds; enginelock.go).
+	templateLockPoll = 200 * time.Millisecond
+	// templateLookupTime is longer than finding a template takes.
+	templateLookupTime = 250 * time.Millisecond
 )
 
 // pgTemplate is one template volume.
@@ -117,20 +126,51 @@ func (p *Provider) findTemplate(ctx context.Context, key string) (*pgTemplate, e
 }
 
 // templateBuild is what a build needs: the image, its service user, the
-// entrypoint's environment and the server's arguments during init.
+// entrypoint's environment, the server's arguments during init and the
+// init script (the app role, database and extensions).
 type templateBuild struct {
 	ref   string
 	ii    image.InspectResponse
 	owner fileOwner
 	env   []string
 	cmd   []string
+	init  []byte
 	key   string
 	admin string
 }
 
 // ensureTemplate returns the template of tb.key, building it if there is
 // none or if the newest is the build bad (which a sandbox found damaged).
+// Concurrent calls of one process for one key and bad share one answer
+// (the engine lock makes one template across processes; this spares
+// the engine their waiting).
 func (p *Provider) ensureTemplate(ctx context.Context, b *build, tb templateBuild, bad string) (*pgTemplate, error) {
+	ch := p.tpls.DoChan(tb.key+"/"+bad, func() (any, error) {
+		// Not the caller's context: another caller may still want the
+		// answer when this one gives up.
+		return p.ensureTemplateNow(context.WithoutCancel(ctx), b, tb, bad)
+	})
+	// Finding a template takes milliseconds; one that takes longer is
+	// being built (seconds), and the services ranked after PostgreSQL
+	// need not wait for its container (order.go).
+	building := time.NewTimer(templateLookupTime)
+	defer building.Stop()
+	for {
+		select {
+		case r := <-ch:
+			if r.Err != nil {
+				return nil, r.Err
+			}
+			return r.Val.(*pgTemplate), nil
+		case <-building.C:
+			b.starts.pass("postgres")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (p *Provider) ensureTemplateNow(ctx context.Context, b *build, tb templateBuild, bad string) (*pgTemplate, error) {
 	if bad == "" {
 		t, err := p.findTemplate(ctx, tb.key)
 		if err != nil {
@@ -152,7 +192,7 @@ func (p *Provider) ensureTemplate(ctx context.Context, b *build, tb templateBuil
 	unlock, err := p.lockEngine(ctx, templateLockName(tb.key), map[string]string{
 		LabelManaged: "true",
 		LabelLock:    "pgtemplate",
-	})
+	}, templateLockPoll)
 	if err != nil {
 		return nil, err
 	}
@@ -180,9 +220,6 @@ func (p *Provider) ensureTemplate(ctx context.Context, b *build, tb templateBuil
 // the finish script stops the temporary server, writes the marker and
 // ends the container with 0. No network: nothing needs to reach it.
 func (p *Provider) buildTemplate(ctx context.Context, b *build, tb templateBuild) (_ *pgTemplate, err error) {
-	// The build takes seconds: let the services ranked after PostgreSQL
-	// start meanwhile (order.go).
-	b.starts.pass("postgres")
 	token, err := lockToken()
 	if err != nil {
 		return nil, err
@@ -251,6 +288,7 @@ func (p *Provider) buildTemplate(ctx context.Context, b *build, tb templateBuild
 	id = resp.ID
 	files := []containerFile{
 		{Path: secretPath(pgPasswordFile), Content: []byte(throwaway.Reveal()), Mode: 0o400},
+		{Path: path.Join(pgsvc.InitDir, pgsvc.TemplateInitName), Content: tb.init, Mode: 0o444},
 		{Path: path.Join(pgsvc.InitDir, pgsvc.TemplateRevokeName), Content: pgsvc.TemplateRevokeSQL(tb.admin), Mode: 0o444},
 		{Path: path.Join(pgsvc.InitDir, pgsvc.TemplateFinishName), Content: pgsvc.TemplateFinishScript(tb.key), Mode: 0o444},
 	}

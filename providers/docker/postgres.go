@@ -68,9 +68,9 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	}
 	spec.Tmpfs, spec.Volumes = pgDataMounts(ii, pgdata, p.cfg.Storage)
 	spec.Cmd = append(spec.Cmd, pgsvc.LeanArgs...)
+	spec.Cmd = append(spec.Cmd, pgsvc.PreloadArgs(feats)...)
 	// What the server runs with during a template's init (pgtemplate.go).
 	initCmd := slices.Clone(spec.Cmd)
-	spec.Cmd = append(spec.Cmd, pgsvc.PreloadArgs(feats)...)
 	if t := b.reach.tls; t != nil {
 		spec.Cmd = append(spec.Cmd, postgresTLSArgs()...)
 	}
@@ -80,9 +80,10 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	}
 	var conn *pgx.Conn
 	if p.templatesOn(facts.Owner) {
-		tb := templateBuild{ref: img.Ref, ii: ii, owner: facts.Owner, env: env, cmd: initCmd, admin: c.AdminUser,
-			key: templateKey(p.templateSalt, ii.ID, facts.Owner, sortedEnv(env), initCmd)}
-		conn, c, err = p.startPostgresFromTemplate(ctx, b, feats, c, tb, spec, pgdata, tlsFiles)
+		initSQL := pgsvc.TemplateInitScript(c, feats, p.cat.Allowed("postgres"))
+		tb := templateBuild{ref: img.Ref, ii: ii, owner: facts.Owner, env: env, cmd: initCmd, init: initSQL, admin: c.AdminUser,
+			key: templateKey(p.templateSalt, ii.ID, facts.Owner, sortedEnv(env), append(slices.Clone(initCmd), string(initSQL)))}
+		conn, c, err = p.startPostgresFromTemplate(ctx, b, c, tb, spec, pgdata, tlsFiles)
 	} else {
 		var id string
 		if id, c.Port, err = p.startPostgresFromScratch(ctx, b, feats, c, facts.Owner, spec, tlsFiles); err == nil {

@@ -51,6 +51,9 @@ type Provider struct {
 	// nets collapses concurrent lookups of a lineage's network into one
 	// engine round trip (network.go).
 	nets singleflight.Group
+	// tpls collapses concurrent template lookups and builds of one key
+	// (pgtemplate.go).
+	tpls singleflight.Group
 
 	// afterContainerCreate, when set (tests only), runs after a service's
 	// container is created and before it starts.

@@ -9,20 +9,23 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// Template data directories (issue 31). The first sandbox of an image and
-// of one set of initialisation settings has the image's own entrypoint
-// initialise a data directory once, in a throwaway container; every later
-// sandbox starts from a copy of it, so initdb, the entrypoint's temporary
-// server and its restart run once per image instead of once per sandbox.
+// Template data directories (issue 31). The first sandbox of an image,
+// a set of initialisation settings and a set of features has the image's
+// own entrypoint initialise a data directory once, in a throwaway
+// container, with the init script a sandbox started from scratch runs
+// (TemplateInitScript: the app role, the extensions, the app database);
+// every later sandbox starts from a copy of it, so initdb, the init
+// script, the entrypoint's temporary server and its restart run once
+// instead of once per sandbox.
 //
-// The template holds no usable credential: its admin (POSTGRES_USER) is
-// made with a throwaway password, which TemplateRevokeSQL removes before
-// the entrypoint stops the temporary server, so no TCP login to a copy
-// can succeed until a sandbox has set its own. A sandbox sets its own
-// credentials, creates its role, database and extensions in PostgreSQL's
-// single-user mode on its copy (TemplateSessions, run by
-// TemplateStartScript) before the image's entrypoint starts the server:
-// nothing listens on any socket until every password is the sandbox's.
+// The template holds no usable credential: the app role is made without
+// a password, and the admin (POSTGRES_USER), made with a throwaway one,
+// loses it (TemplateRevokeSQL) before the entrypoint stops the temporary
+// server, so no TCP login to a copy can succeed until a sandbox has set
+// its own. A sandbox sets both passwords (TemplateSessions) in
+// PostgreSQL's single-user mode on its copy, run by TemplateStartScript
+// before the image's entrypoint starts the server: nothing listens on any
+// socket until every password is the sandbox's.
 const (
 	// TemplateMount is where a template volume is mounted, in the
 	// container that builds it (read-write) and in sandboxes (read-only).
@@ -33,9 +36,10 @@ const (
 	// template's key. The builder writes it last, after the temporary
 	// server has stopped cleanly; a copy without it is never started.
 	TemplateMarker = "sandboxer-template.ok"
-	// TemplateRevokeName and TemplateFinishName are the builder's init
-	// files: they sort after every image's own scripts and after each
-	// other.
+	// TemplateInitName, TemplateRevokeName and TemplateFinishName are the
+	// builder's init files: they sort after every image's own scripts and
+	// in this order, bytewise and in a locale's collation.
+	TemplateInitName   = "sandboxer-0-init.sql"
 	TemplateRevokeName = "sandboxer-1-revoke.sql"
 	TemplateFinishName = "sandboxer-2-finish.sh"
 	// TemplateDamaged is the exit code of TemplateStartScript when the
@@ -73,47 +77,20 @@ type Session struct {
 	SQL      []byte
 }
 
-// TemplateSessions is what InitScript does, for a copy of a template in
-// single-user mode: the admin's password (its SCRAM verifier, computed by
-// the caller like the app's), the app role, the requested extensions in
-// template1 and the app database copied from it. The statements, their
-// order and their options are InitScript's, so a sandbox from a template
-// and one initialised from scratch end up the same.
-func TemplateSessions(c state.Credentials, adminVerifier, appVerifier string, feats, allowed []string) []Session {
-	role := pgx.Identifier{c.User}.Sanitize()
-	db := pgx.Identifier{c.Database}.Sanitize()
-	var first bytes.Buffer
-	fmt.Fprintf(&first, "ALTER ROLE %s PASSWORD %s;\n\n", pgx.Identifier{c.AdminUser}.Sanitize(), QuoteLiteral(adminVerifier))
-	fmt.Fprintf(&first, "CREATE ROLE %s LOGIN PASSWORD %s NOSUPERUSER NOCREATEROLE CREATEDB NOREPLICATION NOBYPASSRLS;\n\n",
-		role, QuoteLiteral(appVerifier))
-	inTemplate, appOnly := splitTemplateFeatures(feats)
-	template := "template1"
-	if len(appOnly) > 0 {
-		// As InitScript: with TimescaleDB, the app database is copied
-		// from template0 and gets every extension itself.
-		template, appOnly, inTemplate = "template0", feats, nil
-	}
-	if len(inTemplate) > 0 {
-		first.WriteString(singleUserStatement(ExtensionsBlock(inTemplate, allowed)))
-	}
-	// The session is in template1 itself; CREATE DATABASE minds only
-	// other sessions there.
-	fmt.Fprintf(&first, "CREATE DATABASE %s OWNER %s TEMPLATE %s STRATEGY = FILE_COPY;\n\n", db, role, template)
-	out := []Session{{Database: "template1", SQL: first.Bytes()}}
-	if len(appOnly) > 0 {
-		out = append(out, Session{Database: c.Database, SQL: []byte(singleUserStatement(ExtensionsBlock(appOnly, allowed)))})
-	}
-	return out
-}
-
-// singleUserStatement ends a statement for postgres --single -j: a
-// semicolon and an empty line. ExtensionsBlock has no empty line inside.
-func singleUserStatement(s string) string {
-	return strings.TrimRight(s, "\n") + "\n\n"
+// TemplateSessions set a copy's credentials: the admin's and the app
+// role's SCRAM verifiers (computed by the caller), in one single-user
+// session. Everything else InitScript makes is in the template already.
+func TemplateSessions(c state.Credentials, adminVerifier, appVerifier string) []Session {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "ALTER ROLE %s PASSWORD %s;\n\n", pgx.Identifier{c.AdminUser}.Sanitize(), QuoteLiteral(adminVerifier))
+	fmt.Fprintf(&b, "ALTER ROLE %s PASSWORD %s;\n\n", pgx.Identifier{c.User}.Sanitize(), QuoteLiteral(appVerifier))
+	return []Session{{Database: "postgres", SQL: b.Bytes()}}
 }
 
 // TemplateStartScript is the sandbox container's entrypoint when it starts
-// from a template, run with sh as the image's service user: it checks the
+// from a template, run with sh as the image's service user. A data
+// directory that is initialised already (a restart, on a volume) is
+// started as it is. Otherwise it checks the
 // template (TemplateDamaged when it cannot be used), copies it into
 // $PGDATA (the sandbox's volume or tmpfs), runs each session file
 // (sessionFiles[i] holds sessions[i]'s SQL) in single-user mode with the
@@ -126,6 +103,11 @@ func TemplateStartScript(key string, sessions []Session, sessionFiles []string, 
 	var b strings.Builder
 	b.WriteString(`# Written by sandboxer: start PostgreSQL from a copy of a template data directory.
 set -eu
+if [ -s "$PGDATA/PG_VERSION" ]; then
+	# A restarted container whose data directory outlived it (a volume):
+	# it is this sandbox's already.
+	exec "$@"
+fi
 tpl=` + TemplateData + `
 if [ "$(cat "$tpl/` + TemplateMarker + `" 2>/dev/null)" != '` + key + `' ] || [ ! -s "$tpl/PG_VERSION" ] || [ ! -s "$tpl/global/pg_control" ]; then
 	echo "sandboxer: the template data directory is incomplete or damaged" >&2

@@ -10,37 +10,24 @@ import (
 func TestTemplateSessions(t *testing.T) {
 	c := state.Credentials{User: "app", Password: "app-pw", AdminUser: "sbx_admin", AdminPassword: "admin-pw", Database: "app"}
 	const av, pv = "SCRAM-SHA-256$4096:YQ==$YQ==:YQ==", "SCRAM-SHA-256$4096:Yg==$Yg==:Yg=="
-	got := TemplateSessions(c, av, pv, []string{"vector"}, []string{"vector"})
-	if len(got) != 1 || got[0].Database != "template1" {
+	got := TemplateSessions(c, av, pv)
+	want := "ALTER ROLE \"sbx_admin\" PASSWORD '" + av + "';\n\nALTER ROLE \"app\" PASSWORD '" + pv + "';\n\n"
+	if len(got) != 1 || got[0].Database != "postgres" || string(got[0].SQL) != want {
 		t.Fatalf("sessions: %+v", got)
 	}
-	sql := string(got[0].SQL)
-	order := []string{
-		`ALTER ROLE "sbx_admin" PASSWORD '` + av + `';`,
-		`CREATE ROLE "app" LOGIN PASSWORD '` + pv + `' NOSUPERUSER NOCREATEROLE CREATEDB NOREPLICATION NOBYPASSRLS;`,
-		"DO $sandboxer$",
-		`CREATE DATABASE "app" OWNER "app" TEMPLATE template1 STRATEGY = FILE_COPY;`,
+	// The template makes what InitScript makes, the role without a password.
+	tpl := string(TemplateInitScript(c, []string{"vector"}, []string{"vector"}))
+	scratch := string(InitScript(c, pv, []string{"vector"}, []string{"vector"}))
+	if strings.Replace(scratch, "'"+pv+"'", "NULL", 1) != tpl {
+		t.Errorf("template init script is not InitScript without the password:\n%s\n---\n%s", tpl, scratch)
 	}
-	last := -1
-	for _, want := range order {
-		i := strings.Index(sql, want)
-		if i <= last {
-			t.Fatalf("%q missing or out of order in:\n%s", want, sql)
+	for _, s := range []string{tpl, string(got[0].SQL)} {
+		if strings.Contains(s, "app-pw") || strings.Contains(s, "admin-pw") {
+			t.Error("a clear-text password in template SQL")
 		}
-		last = i
 	}
-	// Single-user mode ends a statement at ";" and an empty line only.
-	if n := strings.Count(sql, ";\n\n"); n != 4 {
-		t.Errorf("%d statement ends, want 4:\n%s", n, sql)
-	}
-	if strings.Contains(sql, "app-pw") || strings.Contains(sql, "admin-pw") {
-		t.Error("a clear-text password in the session SQL")
-	}
-
-	ts := TemplateSessions(c, av, pv, []string{"timescaledb", "vector"}, []string{"timescaledb", "vector"})
-	if len(ts) != 2 || ts[1].Database != "app" || !strings.Contains(string(ts[0].SQL), "TEMPLATE template0") ||
-		strings.Contains(string(ts[0].SQL), "DO $sandboxer$") || !strings.Contains(string(ts[1].SQL), "'timescaledb'") {
-		t.Errorf("timescaledb sessions: %+v", ts)
+	if !(TemplateInitName < TemplateRevokeName && TemplateRevokeName < TemplateFinishName) {
+		t.Error("the builder's init files run out of order")
 	}
 }
 
@@ -60,10 +47,13 @@ func TestTemplateStartScript(t *testing.T) {
 			t.Errorf("start script lacks %q:\n%s", want, s)
 		}
 	}
+	if !strings.Contains(s, "if [ -s \"$PGDATA/PG_VERSION\" ]; then") || strings.Index(s, "PG_VERSION\" ]; then") > strings.Index(s, "cp -a") {
+		t.Error("a restart would copy the template over the sandbox's data")
+	}
 	if strings.Index(s, "exit 75") > strings.Index(s, "cp -a") {
 		t.Error("the template is copied before it is checked")
 	}
-	if strings.Index(s, "single 'template1'") > strings.Index(s, `exec "$@"`) {
+	if strings.Index(s, "single 'template1'") > strings.LastIndex(s, `exec "$@"`) {
 		t.Error("the server starts before the credentials are set")
 	}
 	if f := string(TemplateFinishScript("k3y")); !strings.Contains(f, "pg_ctl -D \"$PGDATA\" -m fast -w stop\nprintf") {
