@@ -61,9 +61,13 @@ const (
 	// templateFormat changes when what a template holds or how it is used
 	// changes, so no template of another format is ever used.
 	templateFormat = "pgtpl-2"
-	// templateBuildTimeout bounds a build; it is below lockStale, so no
-	// waiter takes the lock over from a live builder.
-	templateBuildTimeout = lockStale * 3 / 4
+	// templateBuildTimeout bounds a build (initdb and the init script
+	// took up to 90 s on a loaded two-core machine); it is below
+	// templateLockStale, so no waiter takes the lock over from a live
+	// builder.
+	templateBuildTimeout = 5 * time.Minute
+	templateLockStale    = 2 * templateBuildTimeout
+	templateLockPurpose  = "pgtemplate"
 	templateStartScript  = "pg-from-template.sh"
 	// templateLockPoll: waiters for a build ask for its lock this often
 	// (a build takes seconds; enginelock.go).
@@ -191,8 +195,8 @@ func (p *Provider) ensureTemplateNow(ctx context.Context, b *build, tb templateB
 	}
 	unlock, err := p.lockEngine(ctx, templateLockName(tb.key), map[string]string{
 		LabelManaged: "true",
-		LabelLock:    "pgtemplate",
-	}, templateLockPoll)
+		LabelLock:    templateLockPurpose,
+	}, templateLockPoll, templateLockStale)
 	if err != nil {
 		return nil, err
 	}
