@@ -38,11 +38,12 @@ type lazyProvider struct {
 }
 
 var (
-	_ apply.Provider       = (*lazyProvider)(nil)
-	_ apply.Inventory      = (*lazyProvider)(nil)
-	_ apply.NetworkChecker = (*lazyProvider)(nil)
-	_ snapshot.Engine      = (*lazyProvider)(nil)
-	_ snapshot.SQLRunner   = (*lazyProvider)(nil)
+	_ apply.Provider          = (*lazyProvider)(nil)
+	_ apply.Inventory         = (*lazyProvider)(nil)
+	_ apply.NetworkChecker    = (*lazyProvider)(nil)
+	_ apply.TemplateCollector = (*lazyProvider)(nil)
+	_ snapshot.Engine         = (*lazyProvider)(nil)
+	_ snapshot.SQLRunner      = (*lazyProvider)(nil)
 )
 
 // on returns the provider of runtime ("" is docker), connecting it.
@@ -215,6 +216,35 @@ func (l *lazyProvider) ListManaged(ctx context.Context, lineage string) ([]apply
 		}
 	}
 	return out, nil
+}
+
+// CollectTemplates asks each runtime in use that keeps templates to
+// collect its unused ones.
+func (l *lazyProvider) CollectTemplates(ctx context.Context, keep []string) ([]apply.Resource, error) {
+	var out []apply.Resource
+	var done []apply.Provider
+	var errs []error
+	for _, rt := range l.runtimeList() {
+		p, err := l.on(ctx, rt)
+		if err != nil {
+			return out, err
+		}
+		if slices.Contains(done, p) {
+			continue
+		}
+		done = append(done, p)
+		tc, ok := apply.As[apply.TemplateCollector](p)
+		if !ok {
+			continue
+		}
+		items, err := tc.CollectTemplates(ctx, keep)
+		errs = append(errs, err)
+		for _, it := range items {
+			it.Runtime = rt
+			out = append(out, it)
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 func (l *lazyProvider) DeleteManaged(ctx context.Context, items []apply.Resource) error {

@@ -76,3 +76,12 @@ func As[T any](p Provider) (T, bool) {
 	var zero T
 	return zero, false
 }
+
+// TemplateCollector removes the template data directories (kept per
+// image and settings to start sandboxes from, see providers/docker
+// pgtemplate.go) that no configuration in reach refers to: keep are the
+// image refs the configuration may run. A template in use by a sandbox
+// is never removed. It returns what it removed.
+type TemplateCollector interface {
+	CollectTemplates(ctx context.Context, keep []string) ([]Resource, error)
+}

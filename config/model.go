@@ -73,6 +73,10 @@ type Provider struct {
 	// Storage is where PostgreSQL keeps its data: StorageVolume or
 	// StorageTmpfs.
 	Storage string
+	// NoTemplate turns PostgreSQL data-directory templates off (docker
+	// provider: template = false): every sandbox runs initdb itself, as
+	// before issue 31. For comparison and as an escape hatch.
+	NoTemplate bool
 	// Kubernetes only (kubernetes.go): the kubeconfig file ("": KUBECONFIG,
 	// then ~/.kube/config, then the in-cluster config), its context (""
 	// its current one) and the namespace sandboxes go in ("": the

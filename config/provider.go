@@ -20,6 +20,7 @@ var providerBlockSchema = &hcl.BodySchema{
 		{Name: "tls"},
 		{Name: "storage"},
 		{Name: "ready_timeout"},
+		{Name: "template"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "image", LabelNames: []string{"service"}}},
 }
@@ -132,6 +133,15 @@ func (l *loader) decodeProviderBlock(p *Provider, b *hcl.Block) hcl.Diagnostics 
 			} else {
 				p.ReadyTimeout = d
 			}
+		} else {
+			diags = append(diags, more...)
+		}
+	}
+	if attr, ok := content.Attributes["template"]; ok {
+		v, more := l.ev.eval(attr.Expr, sc)
+		diags = append(diags, more...)
+		if bv, ok, more := typed(v, attr.Expr, cty.Bool, "template"); ok {
+			p.NoTemplate = bv.False()
 		} else {
 			diags = append(diags, more...)
 		}

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -89,5 +92,24 @@ func TestProviderStorage(t *testing.T) {
 	cfg := load(t, "provider \"docker\" {\n  storage = \"tmpfs\"\n}\nproject \"p\" { services = [\"postgres\"] }\n", Input{})
 	if cfg.Provider.Storage != StorageTmpfs {
 		t.Errorf("storage %q, want %q", cfg.Provider.Storage, StorageTmpfs)
+	}
+}
+
+// TestProviderTemplate: PostgreSQL templates are on unless the docker
+// provider says template = false; a value that is not a bool is refused.
+func TestProviderTemplate(t *testing.T) {
+	if load(t, "project \"p\" { services = [\"postgres\"] }\n", Input{}).Provider.NoTemplate {
+		t.Error("templates off by default")
+	}
+	cfg := load(t, "provider \"docker\" {\n  template = false\n}\nproject \"p\" { services = [\"postgres\"] }\n", Input{})
+	if !cfg.Provider.NoTemplate {
+		t.Error("template = false left templates on")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte("provider \"docker\" {\n  template = \"maybe\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags := Load(dir, Input{}, DefaultCatalog()); !diags.HasErrors() || !strings.Contains(diags.Error(), "main.sbx.hcl:2") {
+		t.Errorf("template = \"maybe\": %v", diags)
 	}
 }

@@ -89,8 +89,11 @@ type ReapReport struct {
 	Expired []string   // addresses destroyed because their ttl ran out
 	Unheld  []string   // released because every holder died (hold.go)
 	Orphans []Resource // resources removed
-	Skipped []Skip
-	Damaged []Damaged // sorted by address
+	// Templates are the template data directories removed because no
+	// image of the configuration uses them (apply.TemplateCollector).
+	Templates []Resource
+	Skipped   []Skip
+	Damaged   []Damaged // sorted by address
 }
 
 // Reap runs one pass. Errors of single addresses are joined; the rest of
@@ -184,7 +187,46 @@ func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, r.collectTemplates(ctx, rep))
 	return rep, errors.Join(errs...)
+}
+
+// collectTemplates removes the provider's templates that no image of the
+// configuration uses (none without a configuration: it cannot tell).
+func (r *Reaper) collectTemplates(ctx context.Context, rep *ReapReport) error {
+	tc, ok := apply.As[apply.TemplateCollector](r.Provider)
+	if !ok || r.Config == nil {
+		return nil
+	}
+	removed, err := tc.CollectTemplates(ctx, TemplateImages(r.Config))
+	rep.Templates = append(rep.Templates, removed...)
+	if err != nil {
+		return fmt.Errorf("collect templates: %w", err)
+	}
+	return nil
+}
+
+// TemplateImages are the PostgreSQL image refs a configuration may run on
+// any runtime: the configured ones, or, where none is, every default
+// image (the plan picks one by the features).
+func TemplateImages(cfg *config.Config) []string {
+	var out []string
+	for _, p := range []*config.Provider{cfg.Provider, cfg.Kubernetes} {
+		if p == nil {
+			continue
+		}
+		if img, ok := p.Images["postgres"]; ok && !img.Default {
+			out = append(out, img.Ref)
+			continue
+		}
+		for _, d := range config.DefaultImages() {
+			if d.Service == "postgres" {
+				out = append(out, d.Ref)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 type reapWork struct {

@@ -21,12 +21,18 @@ import (
 func TestMain(m *testing.M) {
 	// The redischeck command expects refused dials; go-redis would log each.
 	redis.SetLogger(quietRedis{})
-	testscript.Main(m, map[string]func(){
+	// The scenarios' sandboxes leave PostgreSQL templates; the engine
+	// must end as it began (testenv.WithoutNewTemplates).
+	testscript.Main(withoutNewTemplates{m}, map[string]func(){
 		"sandboxer": func() { os.Exit(cli.Main()) },
 		// On the scripts' PATH, where sandboxer finds it (internal/plugin).
 		"sandboxer-kubernetes": func() { os.Exit(kubeplugin.Main()) },
 	})
 }
+
+type withoutNewTemplates struct{ m *testing.M }
+
+func (w withoutNewTemplates) Run() int { return testenv.WithoutNewTemplates(w.m.Run) }
 
 type quietRedis struct{}
 

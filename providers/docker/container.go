@@ -27,6 +27,12 @@ type containerSpec struct {
 	// Volumes are paths that get an anonymous volume labelled like the
 	// container: removed with it, and found by label if it is not.
 	Volumes []string
+	// User, Entrypoint: the container's user and entrypoint when not the
+	// image's (a PostgreSQL sandbox started from a template, pgtemplate.go).
+	User       string
+	Entrypoint []string
+	// Mounts are further mounts as they are (a template, pgtemplate.go).
+	Mounts []mount.Mount
 }
 
 // createContainer creates (does not start) one service's container, records
@@ -40,6 +46,8 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 		Hostname:     spec.Service,
 		ExposedPorts: nat.PortSet{spec.Port: struct{}{}},
 		Labels:       serviceLabels(b.req.Address, b.req.Lineage, b.req.Generation, spec.Service),
+		User:         spec.User,
+		Entrypoint:   spec.Entrypoint,
 	}
 	host := &container.HostConfig{
 		PortBindings: nat.PortMap{spec.Port: []nat.PortBinding{{HostIP: publishAddress(b), HostPort: ""}}},
@@ -55,6 +63,7 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 			VolumeOptions: &mount.VolumeOptions{Labels: cfg.Labels},
 		})
 	}
+	host.Mounts = append(host.Mounts, spec.Mounts...)
 	if p.cfg.MemoryMB > 0 {
 		host.Memory = p.cfg.MemoryMB * 1024 * 1024
 	}

@@ -15,6 +15,13 @@
 // service user that owns copied files (serviceuser.go), the modules the
 // image loads by itself, where its data directory and VOLUMEs lie.
 //
+// PostgreSQL starts from a template data directory (pgtemplate.go): a
+// labelled volume per image ID and initialisation settings, made once by
+// the image's own entrypoint in a throwaway container and copied into
+// each sandbox's volume or tmpfs, where single-user mode sets the
+// sandbox's own credentials before the server listens. Templates belong
+// to no lineage; CollectTemplates (reap) removes the unused ones.
+//
 // What this package must never do:
 //   - pull or build images during Create (Check may try a pull, at plan time);
 //   - start an image that is neither the configured one nor, when none is
@@ -35,5 +42,7 @@
 //     environment variable or on a command line (secrets reach containers
 //     as files copied in before start; see files.go);
 //   - decide readiness by counting log lines;
+//   - start a server on a template whose marker is missing or wrong, or
+//     let a template hold a usable credential;
 //   - remove anything that does not carry its labels.
 package docker

@@ -46,16 +46,27 @@ func lineageLockName(lineage, purpose string) string {
 // lockLineage takes the engine lock on purpose for lineage, waiting while
 // another process holds it, and returns the function that releases it.
 func (p *Provider) lockLineage(ctx context.Context, lineage, purpose string) (unlock func(), err error) {
-	name := lineageLockName(lineage, purpose)
+	return p.lockEngine(ctx, lineageLockName(lineage, purpose), map[string]string{
+		LabelManaged: "true",
+		LabelLineage: lineage,
+		LabelLock:    purpose,
+	}, lockPoll, lockStale)
+}
+
+// lockEngine takes the engine lock held by the volume name, labelled with
+// labels (which must name the lock's purpose, LabelLock) and a token of
+// its own, waiting while another process holds it and asking again every
+// poll (a lock held for seconds, as a template build holds it, is asked
+// for less often: every waiter's request is an engine call). A holder
+// seen for stale is taken to be dead.
+func (p *Provider) lockEngine(ctx context.Context, name string, base map[string]string, poll, stale time.Duration) (unlock func(), err error) {
 	token, err := lockToken()
 	if err != nil {
 		return nil, err
 	}
-	labels := map[string]string{
-		LabelManaged:   "true",
-		LabelLineage:   lineage,
-		LabelLock:      purpose,
-		labelLockToken: token,
+	labels := map[string]string{labelLockToken: token}
+	for k, v := range base {
+		labels[k] = v
 	}
 	var (
 		seen      string // the other holder's token
@@ -77,7 +88,7 @@ func (p *Provider) lockLineage(ctx context.Context, lineage, purpose string) (un
 		switch {
 		case holder != seen:
 			seen, seenSince = holder, time.Now()
-		case time.Since(seenSince) > p.staleAfter():
+		case time.Since(seenSince) > p.staleAfter(stale):
 			// Its holder died with it. Of the waiters that saw it die,
 			// one takes it over: the one whose token a second volume,
 			// named after the dead token, comes back with. Others wait
@@ -92,16 +103,16 @@ func (p *Provider) lockLineage(ctx context.Context, lineage, purpose string) (un
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for lock %s: %w", name, ctx.Err())
-		case <-time.After(lockPoll):
+		case <-time.After(poll):
 		}
 	}
 }
 
-func (p *Provider) staleAfter() time.Duration {
+func (p *Provider) staleAfter(stale time.Duration) time.Duration {
 	if p.lockStaleAfter > 0 {
 		return p.lockStaleAfter
 	}
-	return lockStale
+	return stale
 }
 
 // takeOver removes the lock a dead holder left, if this waiter wins the
@@ -144,11 +155,15 @@ func (p *Provider) releaseLock(ctx context.Context, name, token string) error {
 // that a live process may hold it: sweeps leave those alone, so a reap
 // running beside a network create cannot break the lock's exclusion.
 func lockMayBeHeld(labels map[string]string, createdAt string, now time.Time) bool {
-	if labels[LabelLock] == "" {
+	stale := lockStale
+	switch labels[LabelLock] {
+	case "":
 		return false
+	case templateLockPurpose:
+		stale = templateLockStale
 	}
 	t, err := time.Parse(time.RFC3339Nano, createdAt)
-	return err == nil && now.Sub(t) <= lockStale
+	return err == nil && now.Sub(t) <= stale
 }
 
 func lockToken() (string, error) {

@@ -96,6 +96,9 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]Managed, 
 		return nil, p.engineErr("list containers", err)
 	}
 	for _, c := range cs {
+		if c.Labels[LabelTemplate] != "" {
+			continue // a template builder belongs to no lineage (pgtemplate.go)
+		}
 		name := ""
 		if len(c.Names) > 0 {
 			name = trimSlash(c.Names[0])
@@ -124,8 +127,8 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]Managed, 
 	}
 	now := time.Now()
 	for _, v := range vs.Volumes {
-		if lockMayBeHeld(v.Labels, v.CreatedAt, now) {
-			continue
+		if lockMayBeHeld(v.Labels, v.CreatedAt, now) || v.Labels[LabelTemplate] != "" {
+			continue // templates belong to no lineage (CollectTemplates)
 		}
 		out = append(out, managedFrom(KindVolume, v.Name, v.Name, v.Labels))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 
@@ -20,7 +21,9 @@ const (
 	pgPasswordFile = pgsvc.PasswordFile
 )
 
-// startPostgres runs the official-image contract with sandboxer's admin as
+// startPostgres starts from a template data directory (pgfromtemplate.go)
+// unless the provider turns templates off; else, and to make a template,
+// it runs the official-image contract with sandboxer's admin as
 // POSTGRES_USER (the image makes it a superuser), the data directory on a
 // labelled anonymous volume or a tmpfs (see pgDataMounts) and durability
 // switched off (a sandbox is disposable). The app role,
@@ -66,45 +69,30 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	spec.Tmpfs, spec.Volumes = pgDataMounts(ii, pgdata, p.cfg.Storage)
 	spec.Cmd = append(spec.Cmd, pgsvc.LeanArgs...)
 	spec.Cmd = append(spec.Cmd, pgsvc.PreloadArgs(feats)...)
+	// What the server runs with during a template's init (pgtemplate.go).
+	initCmd := slices.Clone(spec.Cmd)
 	if t := b.reach.tls; t != nil {
 		spec.Cmd = append(spec.Cmd, postgresTLSArgs()...)
 	}
-	id, name, err := p.createContainer(ctx, b, spec)
-	if err != nil {
-		return err
-	}
-	files := []containerFile{
-		// Mode 0400: the entrypoint reads it as root or as the image's
-		// postgres user, which owns it (facts.Owner).
-		{Path: secretPath(pgPasswordFile), Content: []byte(c.AdminPassword.Reveal()), Mode: 0o400},
-		// World-readable: psql reads it as the image's postgres user, whose
-		// uid differs between images (999 on Debian, 70 on Alpine). It holds
-		// no password, only the verifier the server keeps anyway.
-		{Path: path.Join(pgsvc.InitDir, pgsvc.InitScriptName), Content: pgsvc.InitScript(c, b.pgVerifier, feats, p.cat.Allowed("postgres")), Mode: 0o444},
-	}
+	var tlsFiles []containerFile
 	if t := b.reach.tls; t != nil {
-		files = append(append(files, t.files()...), postgresHBA())
-	}
-	if err := p.copyFiles(ctx, id, facts.Owner, files...); err != nil {
-		return fmt.Errorf("copy admin password and init script into %s: %w", name, err)
-	}
-	port, err := p.startContainer(ctx, b, "postgres", id, name, postgresPort)
-	if err != nil {
-		return err
-	}
-	c.Port = port
-	// The image's init server listens on the Unix socket only, so an answer
-	// over TCP comes from the real server, after the init script ran.
-	tlsConf, err := clientTLS(c, c.Host)
-	if err != nil {
-		return err
+		tlsFiles = append(t.files(), postgresHBA())
 	}
 	var conn *pgx.Conn
-	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
-		var err error
-		conn, err = pgsvc.Ready(ctx, c, tlsConf)
-		return err
-	})
+	if p.templatesOn(facts.Owner) {
+		initSQL := pgsvc.TemplateInitScript(c, feats, p.cat.Allowed("postgres"))
+		tb := templateBuild{ref: img.Ref, ii: ii, owner: facts.Owner, env: env, cmd: initCmd, init: initSQL, admin: c.AdminUser,
+			key: templateKey(p.templateSalt, ii.ID, facts.Owner, sortedEnv(env), append(slices.Clone(initCmd), string(initSQL)))}
+		conn, c, err = p.startPostgresFromTemplate(ctx, b, c, tb, spec, pgdata, tlsFiles)
+	} else {
+		var id string
+		if id, c.Port, err = p.startPostgresFromScratch(ctx, b, feats, c, facts.Owner, spec, tlsFiles); err == nil {
+			// The image's init server listens on the Unix socket only, so
+			// an answer over TCP comes from the real server, after the
+			// init script ran.
+			conn, err = p.awaitPostgres(ctx, id, c)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -115,4 +103,44 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 	}
 	b.done("postgres", c, available)
 	return nil
+}
+
+// startPostgresFromScratch starts a container whose entrypoint
+// initialises an empty data directory and runs the init script.
+func (p *Provider) startPostgresFromScratch(ctx context.Context, b *build, feats []string, c state.Credentials, owner fileOwner, spec containerSpec, tlsFiles []containerFile) (string, int, error) {
+	id, name, err := p.createContainer(ctx, b, spec)
+	if err != nil {
+		return "", 0, err
+	}
+	files := []containerFile{
+		// Mode 0400: the entrypoint reads it as root or as the image's
+		// postgres user, which owns it (facts.Owner).
+		{Path: secretPath(pgPasswordFile), Content: []byte(c.AdminPassword.Reveal()), Mode: 0o400},
+		// World-readable: psql reads it as the image's postgres user, whose
+		// uid differs between images (999 on Debian, 70 on Alpine). It holds
+		// no password, only the verifier the server keeps anyway.
+		{Path: path.Join(pgsvc.InitDir, pgsvc.InitScriptName), Content: pgsvc.InitScript(c, b.pgVerifier, feats, p.cat.Allowed("postgres")), Mode: 0o444},
+	}
+	files = append(files, tlsFiles...)
+	if err := p.copyFiles(ctx, id, owner, files...); err != nil {
+		return "", 0, fmt.Errorf("copy admin password and init script into %s: %w", name, err)
+	}
+	port, err := p.startContainer(ctx, b, "postgres", id, name, postgresPort)
+	return id, port, err
+}
+
+// awaitPostgres waits for the app role's login and SELECT 1 and returns
+// that connection.
+func (p *Provider) awaitPostgres(ctx context.Context, id string, c state.Credentials) (*pgx.Conn, error) {
+	tlsConf, err := clientTLS(c, c.Host)
+	if err != nil {
+		return nil, err
+	}
+	var conn *pgx.Conn
+	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
+		var err error
+		conn, err = pgsvc.Ready(ctx, c, tlsConf)
+		return err
+	})
+	return conn, err
 }

@@ -55,6 +55,9 @@ type Provider struct {
 	// nets collapses concurrent lookups of a lineage's network into one
 	// engine round trip (network.go).
 	nets singleflight.Group
+	// tpls collapses concurrent template lookups and builds of one key
+	// (pgtemplate.go).
+	tpls singleflight.Group
 
 	// afterContainerCreate, when set (tests only), runs after a service's
 	// container is created and before it starts.
@@ -66,6 +69,10 @@ type Provider struct {
 	// lockStaleAfter, when set (tests only), replaces lockStale for
 	// waiters (enginelock.go).
 	lockStaleAfter time.Duration
+
+	// templateSalt, when set (tests only), goes into every template key
+	// (pgtemplate.go), so a test has templates of its own.
+	templateSalt string
 
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks into an error.

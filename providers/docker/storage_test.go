@@ -41,7 +41,9 @@ func TestCreateStorage(t *testing.T) {
 			_, onTmpfs := ci.HostConfig.Tmpfs[defaultPGDATA]
 			var volumes int
 			for _, m := range ci.Mounts {
-				if m.Type == "volume" {
+				// The template a sandbox starts from is mounted read-only
+				// (pgtemplate.go); it is not the sandbox's storage.
+				if m.Type == "volume" && m.Destination != pgsvc.TemplateMount {
 					volumes++
 				}
 			}

@@ -94,8 +94,16 @@ func TestVariantPostgresUID70TLS(t *testing.T) {
 	}
 	rec := recordFor(req, created)
 	id := created.Resources.Containers["postgres"]
-	got := execOutput(t, p, id, "stat", "-c", "%n %u:%g",
-		secretPath(tlsKeyName), secretPath(pgPasswordFile), pgsvc.InitDir+"/"+pgsvc.InitScriptName)
+	files := []string{secretPath(tlsKeyName), secretPath(pgPasswordFile), pgsvc.InitDir + "/" + pgsvc.InitScriptName}
+	if ci, err := p.cli.ContainerInspect(ctx, id); err == nil && mountsTemplate(ci.Mounts) {
+		// Started from a template: the passwords' verifiers and the start
+		// script instead (pgfromtemplate.go); the server runs as uid 70.
+		files = []string{secretPath(tlsKeyName), secretPath("pg-session-1.sql"), secretPath(templateStartScript)}
+		if ci.Config.User != "70:70" {
+			t.Errorf("a sandbox from a template runs as %q, want the image's postgres user 70:70", ci.Config.User)
+		}
+	}
+	got := execOutput(t, p, id, append([]string{"stat", "-c", "%n %u:%g"}, files...)...)
 	for _, line := range strings.Split(got, "\n") {
 		if !strings.HasSuffix(line, " 70:70") {
 			t.Errorf("copied file not owned by the image's postgres user (70:70): %s", line)
@@ -140,9 +148,10 @@ func TestVariantPostgres18Layout(t *testing.T) {
 				t.Fatal(err)
 			}
 			var volumes []string
+			fromTemplate := mountsTemplate(ci.Mounts)
 			for _, m := range ci.Mounts {
-				if m.Type != "volume" {
-					continue
+				if m.Type != "volume" || m.Destination == pgsvc.TemplateMount {
+					continue // the template is checked by pgtemplate_test.go
 				}
 				volumes = append(volumes, m.Destination)
 				v, err := p.cli.VolumeInspect(ctx, m.Name)
@@ -156,6 +165,11 @@ func TestVariantPostgres18Layout(t *testing.T) {
 			wantTmpfs, wantVolumes := map[string]string{}, []string{"/var/lib/postgresql"}
 			if storage == config.StorageTmpfs {
 				wantTmpfs, wantVolumes = map[string]string{"/var/lib/postgresql": ""}, nil
+				if fromTemplate {
+					// The service user owns it: the start script copies
+					// the template into it as that user.
+					wantTmpfs["/var/lib/postgresql"] = "uid=999,gid=999,mode=0700"
+				}
 			}
 			if diff := cmp.Diff(wantTmpfs, ci.HostConfig.Tmpfs, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("tmpfs mounts (-want +got):\n%s", diff)
@@ -164,7 +178,14 @@ func TestVariantPostgres18Layout(t *testing.T) {
 				t.Errorf("volumes (-want +got):\n%s", diff)
 			}
 			// The server runs on the image's PGDATA, on that mount.
-			got := execOutput(t, p, id, "sh", "-c", `cat "$PGDATA/PG_VERSION" && stat -c %m "$PGDATA/PG_VERSION"`)
+			// As the server's user: root in a container that runs as
+			// another user (a sandbox from a template) has no capability
+			// to read its 0700 directory.
+			var out strings.Builder
+			if err := p.execIn(ctx, id, pgsvc.OSUser, []string{"sh", "-c", `cat "$PGDATA/PG_VERSION" && stat -c %m "$PGDATA/PG_VERSION"`}, &out); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.TrimSpace(out.String())
 			if lines := strings.Split(got, "\n"); len(lines) != 2 || lines[1] != "/var/lib/postgresql" {
 				t.Errorf("PGDATA/PG_VERSION and its mount point: %q, want a version on /var/lib/postgresql", got)
 			}

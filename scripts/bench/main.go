@@ -5,13 +5,15 @@
 //     (`sandboxer apply`, whole CLI run) against `docker run` of the same
 //     two images followed by the same readiness probe (pgx SELECT 1, redis
 //     AUTH+PING), median of N runs, and their ratio;
-//   - a no-op `sandboxer apply` over 10 live sandboxes (refresh probes all).
+//   - a no-op `sandboxer apply` over 10 live sandboxes (refresh probes all);
+//   - the floor comparison of issue 31 (floor.go): from a template, beside
+//     docker run on an empty and on an initialised data directory, p50/p99.
 //
 // Both cold starts are measured twice: PostgreSQL's data on a volume (the
 // image's own VOLUME for docker run; sandboxer's default storage) and on a
 // tmpfs (docker run --tmpfs; storage = "tmpfs").
 //
-// Usage: go run ./scripts/bench [-runs 5] [-bin bin/sandboxer]
+// Usage: go run ./scripts/bench [-runs 5] [-floor-runs 20] [-only floor] [-bin bin/sandboxer]
 package main
 
 import (
@@ -58,10 +60,16 @@ project "bench" {
 func main() {
 	runs := flag.Int("runs", 5, "cold starts to measure for each side")
 	bin := flag.String("bin", "bin/sandboxer", "sandboxer binary")
+	floorRuns := flag.Int("floor-runs", 20, "runs of the floor comparison (issue 31)")
+	only := flag.String("only", "", `"floor": the floor comparison alone`)
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	check(err)
 	ctx := context.Background()
+	floorBench(ctx, abs, *floorRuns)
+	if *only == "floor" {
+		return
+	}
 
 	// Each side with PostgreSQL's data in the same place: a volume (what
 	// a plain docker run of the image gets, and sandboxer's default) and

@@ -47,13 +47,24 @@ const (
 // The role cannot change template1 (it is not its owner), so one
 // framework's test database cannot taint another's.
 func InitScript(c state.Credentials, verifier string, feats, allowed []string) []byte {
+	return initScript(c, QuoteLiteral(verifier), feats, allowed)
+}
+
+// TemplateInitScript is InitScript for a template (template.go): the same
+// role, extensions and database, the role without a password.
+func TemplateInitScript(c state.Credentials, feats, allowed []string) []byte {
+	return initScript(c, "NULL", feats, allowed)
+}
+
+// initScript is InitScript with the role's PASSWORD clause as SQL.
+func initScript(c state.Credentials, password string, feats, allowed []string) []byte {
 	role := pgx.Identifier{c.User}.Sanitize()
 	db := pgx.Identifier{c.Database}.Sanitize()
 	var b bytes.Buffer
 	b.WriteString("-- Written by sandboxer; run once by the image's entrypoint as the admin.\n")
 	b.WriteString("\\set ON_ERROR_STOP on\n")
 	fmt.Fprintf(&b, "CREATE ROLE %s LOGIN PASSWORD %s NOSUPERUSER NOCREATEROLE CREATEDB NOREPLICATION NOBYPASSRLS;\n",
-		role, QuoteLiteral(verifier))
+		role, password)
 	inTemplate, appOnly := splitTemplateFeatures(feats)
 	if len(inTemplate) > 0 {
 		// Same session user (the admin), in the template the app database

@@ -83,6 +83,8 @@ type reapDoc struct {
 	Orphans []reapResource `json:"orphans"`
 	Skipped []reapSkip     `json:"skipped"`
 	Damaged []reapDamaged  `json:"damaged"`
+	// Templates are the unused template data directories removed.
+	Templates []reapResource `json:"templates,omitempty"`
 }
 
 // reapDamaged is a record reap could not read, and so left alone.
@@ -107,6 +109,9 @@ func reapJSON(w io.Writer, rep *ondemand.ReapReport) error {
 	doc := reapDoc{Expired: append([]string{}, rep.Expired...), Unheld: rep.Unheld, Orphans: []reapResource{}, Skipped: []reapSkip{}, Damaged: []reapDamaged{}}
 	for _, o := range rep.Orphans {
 		doc.Orphans = append(doc.Orphans, reapResource{o.Kind, o.Name, o.Address, o.Generation})
+	}
+	for _, o := range rep.Templates {
+		doc.Templates = append(doc.Templates, reapResource{o.Kind, o.Name, o.Address, o.Generation})
 	}
 	for _, s := range rep.Skipped {
 		doc.Skipped = append(doc.Skipped, reapSkip{s.Address, s.Why})
@@ -144,6 +149,9 @@ func printReap(w io.Writer, rep *ondemand.ReapReport, complete bool) {
 			name = "(no address label)"
 		}
 		fmt.Fprintf(w, "%s: removed %d orphaned resource(s) no state record owns\n", name, byAddr[a])
+	}
+	if n := len(rep.Templates); n > 0 {
+		fmt.Fprintf(w, "removed %d template data director(y/ies) no configured image uses\n", n)
 	}
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "%s: skipped, %s; the next reap retries\n", s.Address, s.Why)
