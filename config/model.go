@@ -33,6 +33,10 @@ type Config struct {
 	// NetworkRefs are the user networks named in provider and sandbox
 	// blocks, each where it is written, for the plan-time existence check.
 	NetworkRefs []NetworkRef
+	// Moves and Removes are the moved and removed blocks (moved.go), in
+	// the order they are written.
+	Moves   []*Move
+	Removes []*Removed
 }
 
 // Instance returns the desired instance with the given address.

@@ -104,10 +104,13 @@ func runtimeField(runtime string) string {
 
 // Change is the planned action for one instance.
 type Change struct {
-	Addr    config.Address
-	Project string
-	Action  Action
-	Reason  Reason
+	Addr config.Address
+	// PrevAddr is where the record was before a moved block took it to
+	// Addr ("" when it did not move); apply moves it first.
+	PrevAddr string `json:",omitempty"`
+	Project  string
+	Action   Action
+	Reason   Reason
 	// Before is the cached instance (nil when there is none or it is dead).
 	Before *Sandbox
 	// After is what the instance will be (nil for a delete).
@@ -185,11 +188,22 @@ func (p *Plan) Summary() Summary {
 	return s
 }
 
+// Moves counts the changes whose record a moved block moves.
+func (p *Plan) Moves() int {
+	n := 0
+	for _, c := range p.Changes {
+		if c.PrevAddr != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // HasChanges reports whether applying the plan would change anything.
 func (p *Plan) HasChanges() bool {
 	for _, c := range p.Changes {
-		if c.Action != NoOp {
-			return true
+		if c.Action != NoOp || c.PrevAddr != "" {
+			return true // a move writes state even when the sandbox is reused
 		}
 	}
 	return false

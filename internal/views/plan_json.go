@@ -36,6 +36,8 @@ type JSONPlan struct {
 // JSONChange is one entry of resource_changes.
 type JSONChange struct {
 	Address string `json:"address"`
+	// PreviousAddress is where a moved block moves the sandbox from.
+	PreviousAddress string `json:"previous_address,omitempty"`
 	// Mode is always "managed": sandboxer has no data sources.
 	Mode  string  `json:"mode"`
 	Type  string  `json:"type"`
@@ -215,7 +217,7 @@ func NewJSONPlan(p *plan.Plan, version string) JSONPlan {
 			index = &k
 		}
 		provider := providerName(changeRuntime(ch))
-		jc := JSONChange{Address: ch.Addr.String(), Mode: "managed", Type: "sandbox", Name: ch.Addr.Name,
+		jc := JSONChange{Address: ch.Addr.String(), PreviousAddress: ch.PrevAddr, Mode: "managed", Type: "sandbox", Name: ch.Addr.Name,
 			Index: index, ProviderName: provider,
 			Project: ch.Project, ActionReason: string(reason), DataCarried: ch.CarryData,
 			Change: JSONChangeSet{Actions: actions(ch.Action),

@@ -112,7 +112,7 @@ func TestPlanJSONRandom(t *testing.T) {
 		return &plan.Change{
 			Addr:    config.Address{Name: word(), Key: word(), HasKey: r.IntN(2) == 0},
 			Project: word(), Action: plan.Action(r.IntN(5)), Reason: plan.Reason(word()),
-			CarryData: r.IntN(3) == 0, Before: shape(), After: shape(),
+			CarryData: r.IntN(3) == 0, Before: shape(), After: shape(), PrevAddr: []string{"", "", word()}[r.IntN(3)],
 			TTL: time.Duration(r.IntN(3)) * 90 * time.Minute,
 		}
 	}
@@ -159,7 +159,7 @@ func TestPlanJSONWriteError(t *testing.T) {
 func TestPlanJSONKnowsEveryField(t *testing.T) {
 	known := map[string][]string{
 		"JSONPlan":       {"FormatVersion", "SandboxerVersion", "ResourceChanges", "PlannedValues", "PriorState", "Configuration", "Summary", "Pools", "Errored"},
-		"JSONChange":     {"Address", "Mode", "Type", "Name", "Index", "ProviderName", "Project", "Change", "ActionReason", "DataCarried"},
+		"JSONChange":     {"Address", "PreviousAddress", "Mode", "Type", "Name", "Index", "ProviderName", "Project", "Change", "ActionReason", "DataCarried"},
 		"JSONChangeSet":  {"Actions", "Before", "After", "AfterUnknown", "BeforeSensitive", "AfterSensitive"},
 		"JSONAttributes": {"Sandbox", "TTLSeconds"},
 		"JSONResource":   {"Address", "Mode", "Type", "Name", "Index", "ProviderName", "SchemaVersion", "Values", "SensitiveValues"},

@@ -164,6 +164,10 @@ func (j *jsonWriter) change(ch *plan.Change) {
 	}
 	j.raw("\n    {\n      \"address\": ")
 	j.str(ch.Addr.String())
+	if ch.PrevAddr != "" {
+		j.raw(",\n      \"previous_address\": ")
+		j.str(ch.PrevAddr)
+	}
 	j.raw(",\n      \"mode\": \"managed\",\n      \"type\": \"sandbox\",\n      \"name\": ")
 	j.str(ch.Addr.Name)
 	j.raw(",\n      \"index\": ")

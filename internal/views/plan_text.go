@@ -24,6 +24,9 @@ func PlanText(out io.Writer, p *plan.Plan, c Colorizer) {
 	defer w.Flush()
 	for _, ch := range p.Changes {
 		fmt.Fprintf(w, "  %s\n", c.Bold("# "+Headline(ch)))
+		if ch.PrevAddr != "" {
+			fmt.Fprintf(w, "  # (moved from %s)\n", ch.PrevAddr)
+		}
 		for _, line := range bodyLines(ch, c) {
 			fmt.Fprintln(w, line)
 		}
@@ -32,7 +35,11 @@ func PlanText(out io.Writer, p *plan.Plan, c Colorizer) {
 	for _, ps := range p.Pools {
 		fmt.Fprintf(w, "  %s\n\n", c.Bold(PoolLine(ps)))
 	}
-	fmt.Fprintln(w, c.Bold(SummaryLine(p.Summary())))
+	line := SummaryLine(p.Summary())
+	if n := p.Moves(); n > 0 {
+		line = strings.TrimSuffix(line, ".") + fmt.Sprintf(", %d moved.", n)
+	}
+	fmt.Fprintln(w, c.Bold(line))
 }
 
 // PoolLine is a warm pool's line in a plan.
