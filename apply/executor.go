@@ -39,8 +39,9 @@ type Executor struct {
 // Result counts what an apply did.
 type Result struct {
 	Created, Replaced, Destroyed, Reused int
-	// Moved counts the records moved to another address (moved blocks).
-	Moved int
+	// Moved counts the records moved to another address (moved blocks),
+	// Forgotten those removed from state with their resources left.
+	Moved, Forgotten int
 }
 
 // recordMover is a Store that moves a record in one step (state.Backend).
@@ -159,6 +160,8 @@ func (e *Executor) Apply(ctx context.Context, stop <-chan struct{}, p *plan.Plan
 				res.Replaced++
 			case plan.Delete:
 				res.Destroyed++
+			case plan.Forget:
+				res.Forgotten++
 			}
 		}()
 	}
@@ -259,6 +262,15 @@ func (e *Executor) change(ctx context.Context, ch *plan.Change) (int, error) {
 		return 0, err
 	}
 	switch ch.Action {
+	case plan.Forget:
+		// The record only: its resources keep running, unmanaged.
+		if prior == nil {
+			return 0, nil
+		}
+		if err := e.Store.Delete(ctx, addr); err != nil {
+			return prior.Generation, err
+		}
+		return prior.Generation, nil
 	case plan.Delete:
 		if prior == nil {
 			return 0, nil // already gone: destroy is idempotent
@@ -314,7 +326,7 @@ func checkPrior(ch *plan.Change, prior *state.Record) error {
 	if prior != nil {
 		got = prior.Generation
 	}
-	if got == ch.PriorGeneration || (ch.Action == plan.Delete && prior == nil) {
+	if got == ch.PriorGeneration || ((ch.Action == plan.Delete || ch.Action == plan.Forget) && prior == nil) {
 		return nil
 	}
 	describe := func(gen int) string {

@@ -22,8 +22,9 @@ var (
 )
 
 // Move is a moved block: the state's record at From is the sandbox at To
-// from now on. An address without a key moves every instance of the
-// block, each to the same key under To's block.
+// from now on. From without a key moves the block's record, or every
+// instance of it, each to the same key under To's block; to a To with a
+// key it moves the one unkeyed record (a block that gains for_each).
 type Move struct {
 	From, To           Address
 	FromRange, ToRange hcl.Range
@@ -64,8 +65,8 @@ func (l *loader) decodeMoved(blocks hcl.Blocks) hcl.Diagnostics {
 		case from == to:
 			diags = append(diags, movedDiag("Redundant move", fmt.Sprintf("A move from %s to itself changes nothing; remove the block.", from), m.ToRange))
 			continue
-		case !from.HasKey && to.HasKey:
-			diags = append(diags, movedDiag("Invalid move", fmt.Sprintf("%s names every instance of a block and %s one instance: move a block to a block (keys kept) or an instance to an instance.", from, to), m.ToRange))
+		case from.HasKey && !to.HasKey && l.cfg.Sandboxes[to.Name] != nil && l.cfg.Sandboxes[to.Name].ForEach:
+			diags = append(diags, movedDiag("Invalid move", fmt.Sprintf("%s is one instance and %s a for_each block: move it to one of the block's instances, as %s[\"KEY\"].", from, to, to), m.ToRange))
 			continue
 		case l.declared(from):
 			diags = append(diags, movedDiag("Moved object still declared", fmt.Sprintf("%s is still declared in the configuration. A moved block's from must name what the configuration no longer declares: rename the sandbox block (or for_each key) to %s.", from, to), m.FromRange))

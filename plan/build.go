@@ -234,6 +234,13 @@ func decideOrphan(cfg *config.Config, desired map[string]*config.Instance, rec *
 	if err != nil {
 		addr = config.Address{Name: rec.Address}
 	}
+	if r := removedFor(cfg.Removes, addr); r != nil {
+		c := deleteChange(rec, ReasonRemoved)
+		if !r.Destroy {
+			c.Action = Forget
+		}
+		return c
+	}
 	block, declared := cfg.Sandboxes[addr.Name]
 	if !declared || !block.OnDemand || !addr.HasKey {
 		return deleteChange(rec, ReasonNoConfig)

@@ -72,7 +72,7 @@ func applyMoves(moves []*config.Move, snap *state.Snapshot) (*state.Snapshot, ma
 // an instance to an instance; a block's unkeyed record to To, and each
 // keyed one to the same key under To's block.
 func movePairs(m *config.Move, recs map[string]*state.Record) [][2]string {
-	if m.From.HasKey {
+	if m.From.HasKey || m.To.HasKey {
 		if hasRecord(recs, m.From.String()) {
 			return [][2]string{{m.From.String(), m.To.String()}}
 		}
@@ -110,4 +110,15 @@ func movedAlready(m *config.Move, recs map[string]*state.Record) bool {
 func hasRecord(recs map[string]*state.Record, addr string) bool {
 	_, ok := recs[addr]
 	return ok
+}
+
+// removedFor is the removed block naming addr (its instance, or its
+// block), nil when none does.
+func removedFor(removes []*config.Removed, addr config.Address) *config.Removed {
+	for _, r := range removes {
+		if r.From == addr || !r.From.HasKey && r.From.Name == addr.Name {
+			return r
+		}
+	}
+	return nil
 }

@@ -14,6 +14,9 @@ const (
 	Create                         // provision a new instance
 	CreateThenDelete               // replace: new one first, then remove the old
 	Delete                         // remove the instance
+	// Forget removes the record only, leaving the instance's containers
+	// and data running (a removed block with lifecycle.destroy = false).
+	Forget
 )
 
 func (a Action) String() string {
@@ -26,6 +29,8 @@ func (a Action) String() string {
 		return "replace"
 	case Delete:
 		return "delete"
+	case Forget:
+		return "forget"
 	}
 	return "unknown"
 }
@@ -64,6 +69,9 @@ const (
 	// moves between runtimes in place, so it is replaced there, new
 	// before old, and its credentials rotate.
 	ReasonRuntimeChanged Reason = "runtime_changed"
+	// ReasonRemoved: a removed block names the sandbox; it is destroyed
+	// (Delete) or forgotten (Forget) as the block's lifecycle says.
+	ReasonRemoved Reason = "removed"
 	// ReasonNone is used for deletes in a destroy plan, which need no reason.
 	ReasonNone Reason = ""
 )
@@ -168,6 +176,9 @@ type Summary struct {
 	Replace int `json:"replace"`
 	Delete  int `json:"delete"`
 	Reuse   int `json:"reuse"`
+	// Forget counts records a removed block forgets (not in the JSON
+	// summary, whose shape SPEC §5 fixes; the text summary says it).
+	Forget int `json:"-"`
 }
 
 // Summary counts the plan's changes.
@@ -183,6 +194,8 @@ func (p *Plan) Summary() Summary {
 			s.Replace++
 		case Delete:
 			s.Delete++
+		case Forget:
+			s.Forget++
 		}
 	}
 	return s

@@ -172,6 +172,10 @@ func cmdTFPlan(ts *testscript.TestScript, neg bool, args []string) {
 		if rc.Index != nil {
 			index = fmt.Sprintf(" index=%v", rc.Index)
 		}
-		fmt.Fprintf(ts.Stdout(), "%s: %s (%s, %s%s) credentials: %s\n", rc.Address, kind, rc.Type, rc.ProviderName, index, strings.Join(masks, ","))
+		moved := ""
+		if rc.PreviousAddress != "" {
+			moved = " moved from " + rc.PreviousAddress
+		}
+		fmt.Fprintf(ts.Stdout(), "%s: %s%s (%s, %s%s) credentials: %s\n", rc.Address, kind, moved, rc.Type, rc.ProviderName, index, strings.Join(masks, ","))
 	}
 }

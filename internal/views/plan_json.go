@@ -282,6 +282,8 @@ func actions(a plan.Action) []string {
 		return []string{"create", "delete"}
 	case plan.Delete:
 		return []string{"delete"}
+	case plan.Forget:
+		return []string{"forget"} // Terraform's, for a removed block that does not destroy
 	}
 	return []string{"no-op"}
 }

@@ -165,7 +165,7 @@ func TestPlanJSONKnowsEveryField(t *testing.T) {
 		"JSONResource":   {"Address", "Mode", "Type", "Name", "Index", "ProviderName", "SchemaVersion", "Values", "SensitiveValues"},
 		"JSONPriorState": {"FormatVersion", "Values"},
 		"Sandbox":        {"Services", "Features", "Networks", "Exposure", "Images", "Runtime"},
-		"Summary":        {"Create", "Replace", "Delete", "Reuse"},
+		"Summary":        {"Create", "Replace", "Delete", "Reuse", "Forget"}, // Forget is json:"-"
 	}
 	for _, v := range []any{JSONPlan{}, JSONChange{}, JSONChangeSet{}, JSONAttributes{}, JSONResource{}, JSONPriorState{}, plan.Sandbox{}, plan.Summary{}} {
 		ty := reflect.TypeOf(v)

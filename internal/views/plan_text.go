@@ -39,6 +39,9 @@ func PlanText(out io.Writer, p *plan.Plan, c Colorizer) {
 	if n := p.Moves(); n > 0 {
 		line = strings.TrimSuffix(line, ".") + fmt.Sprintf(", %d moved.", n)
 	}
+	if n := p.Summary().Forget; n > 0 {
+		line = strings.TrimSuffix(line, ".") + fmt.Sprintf(", %d forgotten.", n)
+	}
 	fmt.Fprintln(w, c.Bold(line))
 }
 
@@ -82,8 +85,12 @@ func Headline(ch *plan.Change) string {
 			carried = "; data carried"
 		}
 		return fmt.Sprintf("%s must be replaced: %s; credentials will rotate%s", addr, replaceWhy(ch), carried)
+	case plan.Forget:
+		return addr + " will be forgotten: a removed block takes it out of the state without destroying it; its containers and data keep running, unmanaged"
 	case plan.Delete:
 		switch ch.Reason {
+		case plan.ReasonRemoved:
+			return addr + " will be destroyed: a removed block says so"
 		case plan.ReasonNoConfig:
 			return addr + " will be destroyed: it is no longer in the configuration"
 		case plan.ReasonExpired:
@@ -157,6 +164,8 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 		return []string{"  = " + name}
 	case plan.Delete:
 		return []string{c.Red("  - ") + name}
+	case plan.Forget:
+		return []string{"  . " + name}
 	case plan.Create:
 		lines := []string{c.Green("  + ") + name + " {"}
 		w := width(ch.After.Features.Services())
