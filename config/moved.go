@@ -71,7 +71,7 @@ func (l *loader) decodeMoved(blocks hcl.Blocks) hcl.Diagnostics {
 		case l.declared(from):
 			diags = append(diags, movedDiag("Moved object still declared", fmt.Sprintf("%s is still declared in the configuration. A moved block's from must name what the configuration no longer declares: rename the sandbox block (or for_each key) to %s.", from, to), m.FromRange))
 			continue
-		case !l.declared(to):
+		case !l.declared(to) && !movedOnFrom(blocks, to):
 			diags = append(diags, movedDiag("Move to an undeclared sandbox", fmt.Sprintf("%s is not declared in the configuration: a moved block's to must name a sandbox block (or an instance of one) that it declares.", to), m.ToRange))
 			continue
 		}
@@ -83,6 +83,20 @@ func (l *loader) decodeMoved(blocks hcl.Blocks) hcl.Diagnostics {
 		l.cfg.Moves = append(l.cfg.Moves, m)
 	}
 	return diags
+}
+
+// movedOnFrom: another moved block moves to on (a chain, a → b → c, in
+// which b is declared no more).
+func movedOnFrom(blocks hcl.Blocks, to Address) bool {
+	for _, b := range blocks {
+		attrs, _ := b.Body.JustAttributes()
+		if attr, ok := attrs["from"]; ok {
+			if a, d := refAddress(attr, "moved"); !d.HasErrors() && a == to {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decodeRemoved decodes the removed blocks into Config.Removes.
