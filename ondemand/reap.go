@@ -134,6 +134,9 @@ func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
 			if labelOwned(snap.Records, m) {
 				continue // a moved record's: its labels name its address before the move
 			}
+			if r.forgotten(m.Address) {
+				continue // a removed block forgot it: no longer ours to remove
+			}
 			if rec := snap.Records[m.Address]; rec == nil || rec.Generation != m.Generation {
 				w := get(m.Address)
 				w.candidates = append(w.candidates, m)
@@ -256,6 +259,25 @@ func (r *Reaper) reapOne(ctx context.Context, addr string, candidates []Resource
 // warm-pool member's containers keep the labels of the pool address they
 // were made at (engine labels cannot change), while its record moved to
 // the claimant's address.
+// forgotten: the configuration has a removed block with lifecycle
+// destroy = false for addr (its block or the instance), so the engine
+// resources labelled with it were handed over, not orphaned.
+func (r *Reaper) forgotten(addr string) bool {
+	if r.Config == nil {
+		return false
+	}
+	a, err := config.ParseAddress(addr)
+	if err != nil {
+		return false
+	}
+	for _, rm := range r.Config.Removes {
+		if !rm.Destroy && (rm.From == a || !rm.From.HasKey && rm.From.Name == a.Name) {
+			return true
+		}
+	}
+	return false
+}
+
 // labelOwned: a record moved by a moved block (LabelAddress set) owns
 // the resources labelled with its old address and its generation, which
 // its Resources may not all name (an image's anonymous volume).
