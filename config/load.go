@@ -26,6 +26,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "output", LabelNames: []string{"name"}},
 		{Type: "moved"},   // moved.go
 		{Type: "removed"}, // moved.go
+		{Type: "check", LabelNames: []string{"name"}}, // check.go
 	},
 }
 
@@ -134,6 +135,7 @@ func (l *loader) decode(blocks hcl.Blocks) hcl.Diagnostics {
 		func() hcl.Diagnostics { return l.decodeOutputs(byType["output"]) },
 		func() hcl.Diagnostics { return l.decodeMoved(byType["moved"]) },
 		func() hcl.Diagnostics { return l.decodeRemoved(byType["removed"]) },
+		func() hcl.Diagnostics { return l.decodeChecks(byType["check"]) },
 	}
 	for _, phase := range phases {
 		if l.ev.ctx.Err() != nil {

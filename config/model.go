@@ -37,6 +37,8 @@ type Config struct {
 	// the order they are written.
 	Moves   []*Move
 	Removes []*Removed
+	// Checks are the check blocks (check.go), evaluated after a plan.
+	Checks []*Check
 }
 
 // Instance returns the desired instance with the given address.
