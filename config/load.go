@@ -27,6 +27,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "moved"},   // moved.go
 		{Type: "removed"}, // moved.go
 		{Type: "check", LabelNames: []string{"name"}}, // check.go
+		{Type: "sandboxer"},                           // backend.go
 	},
 }
 
@@ -136,6 +137,7 @@ func (l *loader) decode(blocks hcl.Blocks) hcl.Diagnostics {
 		func() hcl.Diagnostics { return l.decodeMoved(byType["moved"]) },
 		func() hcl.Diagnostics { return l.decodeRemoved(byType["removed"]) },
 		func() hcl.Diagnostics { return l.decodeChecks(byType["check"]) },
+		func() hcl.Diagnostics { return l.decodeSandboxer(byType["sandboxer"]) },
 	}
 	for _, phase := range phases {
 		if l.ev.ctx.Err() != nil {

@@ -39,6 +39,8 @@ type Config struct {
 	Removes []*Removed
 	// Checks are the check blocks (check.go), evaluated after a plan.
 	Checks []*Check
+	// Backend is the sandboxer block's backend (backend.go), nil if none.
+	Backend *BackendDecl
 }
 
 // Instance returns the desired instance with the given address.
