@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,11 +15,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// policyCmds read plan JSON as tools written for Terraform's format do.
+// policyCmds read plan JSON as tools written for Terraform's format do,
+// and write what the issue 34 scenarios need.
 func policyCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"policy": cmdPolicy,
 		"tfplan": cmdTFPlan,
+		// backend blocks (backend_config_postgres.txtar)
+		"pgbackendhcl": cmdPgBackendHCL,
 	}
 }
 
@@ -178,4 +182,26 @@ func cmdTFPlan(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		fmt.Fprintf(ts.Stdout(), "%s: %s%s (%s, %s%s) credentials: %s\n", rc.Address, kind, moved, rc.Type, rc.ProviderName, index, strings.Join(masks, ","))
 	}
+}
+
+// cmdPgBackendHCL writes a configuration whose sandboxer block names the
+// PostgreSQL backend at $VAR without its password, password_env naming
+// PWVAR, and sets PWVAR to the password:
+//
+//	pgbackendhcl VAR FILE PWVAR
+func cmdPgBackendHCL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: pgbackendhcl VAR FILE PWVAR")
+	}
+	u, err := url.Parse(ts.Getenv(args[0]))
+	if err != nil || u.User == nil {
+		ts.Fatalf("$%s is not a URL with a user", args[0])
+	}
+	pw, _ := u.User.Password()
+	u.User = url.User(u.User.Username())
+	src := fmt.Sprintf("sandboxer {\n  backend \"postgres\" {\n    url          = %q\n    password_env = %q\n  }\n}\n\nproject \"p\" {\n  services = [\"postgres\"]\n}\n", u.String(), args[2])
+	if err := os.WriteFile(ts.MkAbs(args[1]), []byte(src), 0o644); err != nil {
+		ts.Fatalf("%v", err)
+	}
+	ts.Setenv(args[2], pw)
 }
