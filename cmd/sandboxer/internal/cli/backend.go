@@ -50,6 +50,21 @@ func (f *Factory) backendChoice() string {
 	return ""
 }
 
+// backendSource says what chose the state backend, for show.
+func (f *Factory) backendSource() string {
+	switch decl, _ := f.configBackend(); {
+	case f.Global.Backend != "":
+		return "--backend"
+	case f.Getenv(EnvBackendURL) != "":
+		return EnvBackendURL
+	case f.Global.State != "":
+		return "--state"
+	case decl != nil:
+		return fmt.Sprintf("the backend block at %s", decl.DeclRange)
+	}
+	return "the default"
+}
+
 // configBackend is the backend block of the configuration directory
 // (nil when it declares none), read from its sandboxer block alone.
 func (f *Factory) configBackend() (*config.BackendDecl, error) {
