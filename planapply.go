@@ -2,8 +2,11 @@ package sandboxer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -221,6 +224,11 @@ func (s *Sandboxer) plan(ctx context.Context, opName string, o PlanOptions) (_ *
 		}
 	}
 	p, err := plan.Build(s.cfg, snap, obs, plan.Options{Now: s.now(), Targets: targets, Replace: replace, Destroy: o.Destroy})
+	var located hcl.Diagnostics
+	if errors.As(err, &located) {
+		// A moved block that the state contradicts: shown where it is written.
+		return nil, &ConfigError{Diagnostics: located, Files: s.cfg.Files}
+	}
 	if err != nil {
 		return nil, classify(err)
 	}

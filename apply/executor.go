@@ -39,6 +39,54 @@ type Executor struct {
 // Result counts what an apply did.
 type Result struct {
 	Created, Replaced, Destroyed, Reused int
+	// Moved counts the records moved to another address (moved blocks),
+	// Forgotten those removed from state with their resources left.
+	Moved, Forgotten int
+}
+
+// recordMover is a Store that moves a record in one step (state.Backend).
+type recordMover interface {
+	Move(ctx context.Context, from string, rec *state.Record) error
+}
+
+// move carries out a moved block for ch: the record at ch.PrevAddr goes
+// to ch.Addr with its resources, data and credentials, which keep the
+// labels of the address they were created at (LabelAddress). A record
+// found at ch.Addr already and none at PrevAddr is a move done before (an
+// apply interrupted after it).
+func (e *Executor) move(ctx context.Context, ch *plan.Change) error {
+	from, to := ch.PrevAddr, ch.Addr.String()
+	m, ok := e.Store.(recordMover)
+	if !ok {
+		return fmt.Errorf("move %s to %s: the state store cannot move records", from, to)
+	}
+	unlock, err := e.lockInstance(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	rec, err := e.Store.Get(ctx, from)
+	if err != nil {
+		return fmt.Errorf("move %s to %s: %w", from, to, err)
+	}
+	cur, err := e.Store.Get(ctx, to)
+	if err != nil {
+		return fmt.Errorf("move %s to %s: %w", from, to, err)
+	}
+	switch {
+	case rec == nil && cur != nil:
+		return nil
+	case rec == nil:
+		return fmt.Errorf("move %s to %s: nothing is recorded at %s any more; plan again", from, to, from)
+	case cur != nil:
+		return fmt.Errorf("move %s to %s: %s is recorded already; plan again", from, to, to)
+	}
+	rec.LabelAddress = rec.ResourceAddress()
+	rec.Address = to
+	if err := m.Move(ctx, from, rec); err != nil {
+		return fmt.Errorf("move %s to %s: %w", from, to, err)
+	}
+	return nil
 }
 
 // InstanceError is one instance's failure.
@@ -73,6 +121,17 @@ func (e *Executor) Apply(ctx context.Context, stop <-chan struct{}, p *plan.Plan
 		wg      sync.WaitGroup
 		skipped []string
 	)
+	// Moves first, one by one: each is one state write, and the changes
+	// below find their records where the plan decided on them.
+	for _, ch := range p.Changes {
+		if ch.PrevAddr == "" {
+			continue
+		}
+		if err := e.move(ctx, ch); err != nil {
+			return res, &InstanceError{Addr: ch.Addr.String(), Action: ch.Action, Err: err}
+		}
+		res.Moved++
+	}
 	sem := make(chan struct{}, max(e.Parallelism, 1))
 	for _, ch := range p.Changes {
 		if ch.Action == plan.NoOp {
@@ -101,6 +160,8 @@ func (e *Executor) Apply(ctx context.Context, stop <-chan struct{}, p *plan.Plan
 				res.Replaced++
 			case plan.Delete:
 				res.Destroyed++
+			case plan.Forget:
+				res.Forgotten++
 			}
 		}()
 	}
@@ -201,6 +262,15 @@ func (e *Executor) change(ctx context.Context, ch *plan.Change) (int, error) {
 		return 0, err
 	}
 	switch ch.Action {
+	case plan.Forget:
+		// The record only: its resources keep running, unmanaged.
+		if prior == nil {
+			return 0, nil
+		}
+		if err := e.Store.Delete(ctx, addr); err != nil {
+			return prior.Generation, err
+		}
+		return prior.Generation, nil
 	case plan.Delete:
 		if prior == nil {
 			return 0, nil // already gone: destroy is idempotent
@@ -256,7 +326,7 @@ func checkPrior(ch *plan.Change, prior *state.Record) error {
 	if prior != nil {
 		got = prior.Generation
 	}
-	if got == ch.PriorGeneration || (ch.Action == plan.Delete && prior == nil) {
+	if got == ch.PriorGeneration || ((ch.Action == plan.Delete || ch.Action == plan.Forget) && prior == nil) {
 		return nil
 	}
 	describe := func(gen int) string {

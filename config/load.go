@@ -24,6 +24,10 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "project", LabelNames: []string{"name"}},
 		{Type: "sandbox", LabelNames: []string{"name"}},
 		{Type: "output", LabelNames: []string{"name"}},
+		{Type: "moved"},   // moved.go
+		{Type: "removed"}, // moved.go
+		{Type: "check", LabelNames: []string{"name"}}, // check.go
+		{Type: "sandboxer"},                           // backend.go
 	},
 }
 
@@ -130,6 +134,10 @@ func (l *loader) decode(blocks hcl.Blocks) hcl.Diagnostics {
 		func() hcl.Diagnostics { return l.decodeProjects(byType["project"]) },
 		func() hcl.Diagnostics { l.ev.settle(); return l.decodeSandboxes(byType["sandbox"]) },
 		func() hcl.Diagnostics { return l.decodeOutputs(byType["output"]) },
+		func() hcl.Diagnostics { return l.decodeMoved(byType["moved"]) },
+		func() hcl.Diagnostics { return l.decodeRemoved(byType["removed"]) },
+		func() hcl.Diagnostics { return l.decodeChecks(byType["check"]) },
+		func() hcl.Diagnostics { return l.decodeSandboxer(byType["sandboxer"]) },
 	}
 	for _, phase := range phases {
 		if l.ev.ctx.Err() != nil {

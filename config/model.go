@@ -33,6 +33,14 @@ type Config struct {
 	// NetworkRefs are the user networks named in provider and sandbox
 	// blocks, each where it is written, for the plan-time existence check.
 	NetworkRefs []NetworkRef
+	// Moves and Removes are the moved and removed blocks (moved.go), in
+	// the order they are written.
+	Moves   []*Move
+	Removes []*Removed
+	// Checks are the check blocks (check.go), evaluated after a plan.
+	Checks []*Check
+	// Backend is the sandboxer block's backend (backend.go), nil if none.
+	Backend *BackendDecl
 }
 
 // Instance returns the desired instance with the given address.

@@ -148,6 +148,12 @@ func (r *Reaper) Reap(ctx context.Context) (*ReapReport, error) {
 			if referenced[m.ID] {
 				continue // a claimed pool member's: its labels name the pool address
 			}
+			if labelOwned(snap.Records, m) {
+				continue // a moved record's: its labels name its address before the move
+			}
+			if r.forgotten(m.Address) {
+				continue // a removed block forgot it: no longer ours to remove
+			}
 			if rec := snap.Records[m.Address]; rec == nil || rec.Generation != m.Generation {
 				w := get(m.Address)
 				w.candidates = append(w.candidates, m)
@@ -302,7 +308,7 @@ func (r *Reaper) reapOne(ctx context.Context, addr string, candidates []Resource
 		return err
 	}
 	referenced := referencedIDs(snap.Records)
-	orphans = slices.DeleteFunc(orphans, func(m Resource) bool { return referenced[m.ID] })
+	orphans = slices.DeleteFunc(orphans, func(m Resource) bool { return referenced[m.ID] || labelOwned(snap.Records, m) })
 	if len(orphans) == 0 {
 		return nil
 	}
@@ -344,6 +350,37 @@ func (r *Reaper) dropDeadHolders(ctx context.Context, addr string, now time.Time
 // warm-pool member's containers keep the labels of the pool address they
 // were made at (engine labels cannot change), while its record moved to
 // the claimant's address.
+// forgotten: the configuration has a removed block with lifecycle
+// destroy = false for addr (its block or the instance), so the engine
+// resources labelled with it were handed over, not orphaned.
+func (r *Reaper) forgotten(addr string) bool {
+	if r.Config == nil {
+		return false
+	}
+	a, err := config.ParseAddress(addr)
+	if err != nil {
+		return false
+	}
+	for _, rm := range r.Config.Removes {
+		if !rm.Destroy && (rm.From == a || !rm.From.HasKey && rm.From.Name == a.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// labelOwned: a record moved by a moved block (LabelAddress set) owns
+// the resources labelled with its old address and its generation, which
+// its Resources may not all name (an image's anonymous volume).
+func labelOwned(recs map[string]*state.Record, m Resource) bool {
+	for _, rec := range recs {
+		if rec.LabelAddress != "" && rec.LabelAddress == m.Address && rec.Generation == m.Generation {
+			return true
+		}
+	}
+	return false
+}
+
 func referencedIDs(recs map[string]*state.Record) map[string]bool {
 	out := map[string]bool{}
 	for _, rec := range recs {

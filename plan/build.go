@@ -40,6 +40,15 @@ type Options struct {
 // the same inputs always give the same plan.
 func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options) (*Plan, error) {
 	p := &Plan{Lineage: snap.Lineage, Serial: snap.Serial, Destroy: opts.Destroy}
+	var moved map[string]string
+	if !opts.Destroy {
+		// Decide on the records where the moved blocks put them (moved.go);
+		// a destroy plan deletes them where they are.
+		var err error
+		if snap, moved, err = applyMoves(cfg.Moves, snap); err != nil {
+			return nil, err
+		}
+	}
 	for _, a := range opts.Replace {
 		if !slices.ContainsFunc(cfg.Instances, func(in *config.Instance) bool {
 			return targeted(in.Addr.String(), []config.Address{a})
@@ -79,6 +88,9 @@ func Build(cfg *config.Config, snap *state.Snapshot, obs Observed, opts Options)
 				p.Changes = append(p.Changes, c)
 			}
 		}
+	}
+	for _, c := range p.Changes {
+		c.PrevAddr = moved[c.Addr.String()]
 	}
 	sortChanges(p.Changes)
 	if !opts.Destroy {
@@ -221,6 +233,13 @@ func decideOrphan(cfg *config.Config, desired map[string]*config.Instance, rec *
 	addr, err := config.ParseAddress(rec.Address)
 	if err != nil {
 		addr = config.Address{Name: rec.Address}
+	}
+	if r := removedFor(cfg.Removes, addr); r != nil {
+		c := deleteChange(rec, ReasonRemoved)
+		if !r.Destroy {
+			c.Action = Forget
+		}
+		return c
 	}
 	block, declared := cfg.Sandboxes[addr.Name]
 	if !declared || !block.OnDemand || !addr.HasKey {

@@ -14,6 +14,9 @@ const (
 	Create                         // provision a new instance
 	CreateThenDelete               // replace: new one first, then remove the old
 	Delete                         // remove the instance
+	// Forget removes the record only, leaving the instance's containers
+	// and data running (a removed block with lifecycle.destroy = false).
+	Forget
 )
 
 func (a Action) String() string {
@@ -26,6 +29,8 @@ func (a Action) String() string {
 		return "replace"
 	case Delete:
 		return "delete"
+	case Forget:
+		return "forget"
 	}
 	return "unknown"
 }
@@ -64,6 +69,9 @@ const (
 	// moves between runtimes in place, so it is replaced there, new
 	// before old, and its credentials rotate.
 	ReasonRuntimeChanged Reason = "runtime_changed"
+	// ReasonRemoved: a removed block names the sandbox; it is destroyed
+	// (Delete) or forgotten (Forget) as the block's lifecycle says.
+	ReasonRemoved Reason = "removed"
 	// ReasonNone is used for deletes in a destroy plan, which need no reason.
 	ReasonNone Reason = ""
 )
@@ -104,10 +112,13 @@ func runtimeField(runtime string) string {
 
 // Change is the planned action for one instance.
 type Change struct {
-	Addr    config.Address
-	Project string
-	Action  Action
-	Reason  Reason
+	Addr config.Address
+	// PrevAddr is where the record was before a moved block took it to
+	// Addr ("" when it did not move); apply moves it first.
+	PrevAddr string `json:",omitempty"`
+	Project  string
+	Action   Action
+	Reason   Reason
 	// Before is the cached instance (nil when there is none or it is dead).
 	Before *Sandbox
 	// After is what the instance will be (nil for a delete).
@@ -165,6 +176,9 @@ type Summary struct {
 	Replace int `json:"replace"`
 	Delete  int `json:"delete"`
 	Reuse   int `json:"reuse"`
+	// Forget counts records a removed block forgets (not in the JSON
+	// summary, whose shape SPEC §5 fixes; the text summary says it).
+	Forget int `json:"-"`
 }
 
 // Summary counts the plan's changes.
@@ -180,16 +194,29 @@ func (p *Plan) Summary() Summary {
 			s.Replace++
 		case Delete:
 			s.Delete++
+		case Forget:
+			s.Forget++
 		}
 	}
 	return s
 }
 
+// Moves counts the changes whose record a moved block moves.
+func (p *Plan) Moves() int {
+	n := 0
+	for _, c := range p.Changes {
+		if c.PrevAddr != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // HasChanges reports whether applying the plan would change anything.
 func (p *Plan) HasChanges() bool {
 	for _, c := range p.Changes {
-		if c.Action != NoOp {
-			return true
+		if c.Action != NoOp || c.PrevAddr != "" {
+			return true // a move writes state even when the sandbox is reused
 		}
 	}
 	return false

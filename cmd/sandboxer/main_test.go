@@ -86,7 +86,7 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
-		Cmds: mergeCmds(kubeCmds(), mergeCmds(replicaCmds(), mergeCmds(backendCmds(), mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: mergeCmds(policyCmds(), mergeCmds(kubeCmds(), mergeCmds(replicaCmds(), mergeCmds(backendCmds(), mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seedstate":  cmdSeedState,
 			"agestate":   cmdAgeState,
 			"holdlock":   cmdHoldLock,
@@ -97,7 +97,7 @@ func TestScripts(t *testing.T) {
 			"saveenv":    cmdSaveEnv,
 			"nosecrets":  cmdNoSecrets,
 			"capsclaim":  cmdCapsClaim,
-		})))))),
+		}))))))),
 	})
 }
 

@@ -19,6 +19,8 @@ func wordsFor(a plan.Action) actionWords {
 		return actionWords{"Replacing (new before old)", "replacing", "Replacement", "🔁", "**replace**"}
 	case plan.Delete:
 		return actionWords{"Destroying", "destroying", "Destruction", "➖", "destroy"}
+	case plan.Forget:
+		return actionWords{"Forgetting", "forgetting", "Forgetting", "✂️", "forget"}
 	}
 	return actionWords{"Reusing", "working", "Reuse", "♻️", "reuse"}
 }

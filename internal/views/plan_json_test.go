@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -43,7 +44,7 @@ func TestPlanJSONMatchesEncodingJSON(t *testing.T) {
 		"pools":    {Pools: []plan.PoolSummary{{Address: "sandbox.agent", Size: 4, Ready: 2}, {Address: "sandbox.<b>", Size: 1}}},
 		"no pools": {Pools: []plan.PoolSummary{}},
 		"every shape": {Changes: []*plan.Change{
-			{Addr: config.Address{Name: "a"}, Project: "p", Action: plan.Create, Reason: plan.ReasonNew,
+			{Addr: config.Address{Name: "a"}, Project: "p", Action: plan.Create, Reason: plan.ReasonNew, TTL: 4 * time.Hour,
 				After: &plan.Sandbox{Services: []string{"postgres", "redis"}, Features: config.FeatureSet{"postgres": {"vector"}, "redis": {}}}},
 			{Addr: config.Address{Name: "m", Key: "k\"<é>\u2028\x01", HasKey: true}, Action: plan.CreateThenDelete, Reason: plan.ReasonFeatureSuperset, CarryData: true,
 				Before: &plan.Sandbox{Services: []string{}, Features: config.FeatureSet{}},
@@ -111,7 +112,8 @@ func TestPlanJSONRandom(t *testing.T) {
 		return &plan.Change{
 			Addr:    config.Address{Name: word(), Key: word(), HasKey: r.IntN(2) == 0},
 			Project: word(), Action: plan.Action(r.IntN(5)), Reason: plan.Reason(word()),
-			CarryData: r.IntN(3) == 0, Before: shape(), After: shape(),
+			CarryData: r.IntN(3) == 0, Before: shape(), After: shape(), PrevAddr: []string{"", "", word()}[r.IntN(3)],
+			TTL: time.Duration(r.IntN(3)) * 90 * time.Minute,
 		}
 	}
 	// Plans large enough to be rendered in pieces on every core, of
@@ -156,13 +158,16 @@ func TestPlanJSONWriteError(t *testing.T) {
 // learn the new one (then add it to the cases above and here).
 func TestPlanJSONKnowsEveryField(t *testing.T) {
 	known := map[string][]string{
-		"JSONPlan":      {"FormatVersion", "SandboxerVersion", "ResourceChanges", "Summary", "Pools", "Errored"},
-		"JSONChange":    {"Address", "Type", "Name", "Index", "Project", "Change", "ActionReason", "DataCarried"},
-		"JSONChangeSet": {"Actions", "Before", "After"},
-		"Sandbox":       {"Services", "Features", "Networks", "Exposure", "Images", "Runtime"},
-		"Summary":       {"Create", "Replace", "Delete", "Reuse"},
+		"JSONPlan":       {"FormatVersion", "SandboxerVersion", "ResourceChanges", "PlannedValues", "PriorState", "Configuration", "Summary", "Pools", "Errored"},
+		"JSONChange":     {"Address", "PreviousAddress", "Mode", "Type", "Name", "Index", "ProviderName", "Project", "Change", "ActionReason", "DataCarried"},
+		"JSONChangeSet":  {"Actions", "Before", "After", "AfterUnknown", "BeforeSensitive", "AfterSensitive"},
+		"JSONAttributes": {"Sandbox", "TTLSeconds"},
+		"JSONResource":   {"Address", "Mode", "Type", "Name", "Index", "ProviderName", "SchemaVersion", "Values", "SensitiveValues"},
+		"JSONPriorState": {"FormatVersion", "Values"},
+		"Sandbox":        {"Services", "Features", "Networks", "Exposure", "Images", "Runtime"},
+		"Summary":        {"Create", "Replace", "Delete", "Reuse", "Forget"}, // Forget is json:"-"
 	}
-	for _, v := range []any{JSONPlan{}, JSONChange{}, JSONChangeSet{}, plan.Sandbox{}, plan.Summary{}} {
+	for _, v := range []any{JSONPlan{}, JSONChange{}, JSONChangeSet{}, JSONAttributes{}, JSONResource{}, JSONPriorState{}, plan.Sandbox{}, plan.Summary{}} {
 		ty := reflect.TypeOf(v)
 		var fields []string
 		for i := range ty.NumField() {

@@ -32,6 +32,15 @@ func writePlanJSON(w io.Writer, p *plan.Plan, version string) error {
 		jw.changes(p.Changes)
 		jw.raw("\n  ]")
 	}
+	jw.raw(",\n  \"planned_values\": ")
+	jw.values(p.Changes, true, "\n  ")
+	if slices.ContainsFunc(p.Changes, func(ch *plan.Change) bool { return ch.Before != nil }) {
+		jw.raw(",\n  \"prior_state\": {\n    \"format_version\": \"1.0\",\n    \"values\": ")
+		jw.values(p.Changes, false, "\n    ")
+		jw.raw("\n  }")
+	}
+	jw.raw(",\n  \"configuration\": ")
+	jw.marshal(configuration(p), "  ")
 	s := p.Summary()
 	jw.raw(",\n  \"summary\": {\n    \"create\": ")
 	jw.int(s.Create)
@@ -155,7 +164,11 @@ func (j *jsonWriter) change(ch *plan.Change) {
 	}
 	j.raw("\n    {\n      \"address\": ")
 	j.str(ch.Addr.String())
-	j.raw(",\n      \"type\": \"sandbox\",\n      \"name\": ")
+	if ch.PrevAddr != "" {
+		j.raw(",\n      \"previous_address\": ")
+		j.str(ch.PrevAddr)
+	}
+	j.raw(",\n      \"mode\": \"managed\",\n      \"type\": \"sandbox\",\n      \"name\": ")
 	j.str(ch.Addr.Name)
 	j.raw(",\n      \"index\": ")
 	if ch.Addr.HasKey {
@@ -163,6 +176,8 @@ func (j *jsonWriter) change(ch *plan.Change) {
 	} else {
 		j.raw("null")
 	}
+	j.raw(",\n      \"provider_name\": ")
+	j.str(providerName(changeRuntime(ch)))
 	if ch.Project != "" {
 		j.raw(",\n      \"project\": ")
 		j.str(ch.Project)
@@ -175,10 +190,17 @@ func (j *jsonWriter) change(ch *plan.Change) {
 		j.raw("\n          ")
 		j.str(a)
 	}
+	const in = "\n          " // the fields of before and after
 	j.raw("\n        ],\n        \"before\": ")
-	j.sandbox(ch.Before)
+	j.sandbox(ch.Before, 0, in)
 	j.raw(",\n        \"after\": ")
-	j.sandbox(ch.After)
+	j.sandbox(ch.After, ttlSeconds(ch), in)
+	j.raw(",\n        \"after_unknown\": ")
+	j.mask(afterUnknown(ch), in)
+	j.raw(",\n        \"before_sensitive\": ")
+	j.mask(sensitive(ch.Before), in)
+	j.raw(",\n        \"after_sensitive\": ")
+	j.mask(sensitive(ch.After), in)
 	j.raw("\n      },\n      \"action_reason\": ")
 	j.str(string(reason))
 	if ch.CarryData {
@@ -187,13 +209,80 @@ func (j *jsonWriter) change(ch *plan.Change) {
 	j.raw("\n    }")
 }
 
-// sandbox writes a before or after shape at the depth of change's fields.
-func (j *jsonWriter) sandbox(sb *plan.Sandbox) {
+// ttlSeconds is the ttl_seconds of a change's after (attributes).
+func ttlSeconds(ch *plan.Change) int64 {
+	if ch.After == nil {
+		return 0
+	}
+	return int64(ch.TTL.Seconds())
+}
+
+// mask writes a Terraform mask whose fields are indented by in.
+func (j *jsonWriter) mask(m JSONMask, in string) {
+	switch {
+	case !m.Object:
+		j.raw("false")
+	case m.Credentials:
+		j.raw("{" + in + "\"credentials\": true" + in[:len(in)-2] + "}")
+	default:
+		j.raw("{}")
+	}
+}
+
+// values writes Terraform's values representation of the changes' afters
+// (planned) or befores, the object's opening brace on a line indented
+// by in.
+func (j *jsonWriter) values(cs []*plan.Change, planned bool, in string) {
+	first := true
+	for _, ch := range cs {
+		sb := ch.Before
+		if planned {
+			sb = ch.After
+		}
+		if sb == nil {
+			continue
+		}
+		if first {
+			j.raw("{" + in + "  \"root_module\": {" + in + "    \"resources\": [")
+			first = false
+		} else {
+			j.raw(",")
+		}
+		r := in + "        " // the resource's fields
+		j.raw(in + "      {" + r + "\"address\": ")
+		j.str(ch.Addr.String())
+		j.raw("," + r + "\"mode\": \"managed\"," + r + "\"type\": \"sandbox\"," + r + "\"name\": ")
+		j.str(ch.Addr.Name)
+		if ch.Addr.HasKey {
+			j.raw("," + r + "\"index\": ")
+			j.str(ch.Addr.Key)
+		}
+		j.raw("," + r + "\"provider_name\": ")
+		j.str(providerName(changeRuntime(ch)))
+		j.raw("," + r + "\"schema_version\": 0," + r + "\"values\": ")
+		var ttl int64
+		if planned {
+			ttl = ttlSeconds(ch)
+		}
+		j.sandbox(sb, ttl, r+"  ")
+		j.raw("," + r + "\"sensitive_values\": ")
+		j.mask(sensitive(sb), r+"  ")
+		j.raw(in + "      }")
+	}
+	if first {
+		j.raw("{" + in + "  \"root_module\": {}" + in + "}")
+		return
+	}
+	j.raw(in + "    ]" + in + "  }" + in + "}")
+}
+
+// sandbox writes a before or after shape (attributes) whose fields are
+// indented by in.
+func (j *jsonWriter) sandbox(sb *plan.Sandbox, ttl int64, in string) {
 	if sb == nil {
 		j.raw("null")
 		return
 	}
-	const in = "\n          " // the fields of the object
 	j.raw("{" + in + "\"services\": ")
 	j.strings(sb.Services, in)
 	j.raw("," + in + "\"features\": ")
@@ -214,7 +303,14 @@ func (j *jsonWriter) sandbox(sb *plan.Sandbox) {
 		j.raw("," + in + "\"runtime\": ")
 		j.str(sb.Runtime)
 	}
-	j.raw("\n        }")
+	if ttl != 0 {
+		j.raw("," + in + "\"ttl_seconds\": ")
+		j.num = strconv.AppendInt(j.num[:0], ttl, 10)
+		if j.err == nil {
+			_, j.err = j.w.Write(j.num)
+		}
+	}
+	j.raw(in[:len(in)-2] + "}")
 }
 
 // stringMap writes a map of strings, keys sorted as encoding/json sorts

@@ -24,6 +24,9 @@ func PlanText(out io.Writer, p *plan.Plan, c Colorizer) {
 	defer w.Flush()
 	for _, ch := range p.Changes {
 		fmt.Fprintf(w, "  %s\n", c.Bold("# "+Headline(ch)))
+		if ch.PrevAddr != "" {
+			fmt.Fprintf(w, "  # (moved from %s)\n", ch.PrevAddr)
+		}
 		for _, line := range bodyLines(ch, c) {
 			fmt.Fprintln(w, line)
 		}
@@ -32,7 +35,14 @@ func PlanText(out io.Writer, p *plan.Plan, c Colorizer) {
 	for _, ps := range p.Pools {
 		fmt.Fprintf(w, "  %s\n\n", c.Bold(PoolLine(ps)))
 	}
-	fmt.Fprintln(w, c.Bold(SummaryLine(p.Summary())))
+	line := SummaryLine(p.Summary())
+	if n := p.Moves(); n > 0 {
+		line = strings.TrimSuffix(line, ".") + fmt.Sprintf(", %d moved.", n)
+	}
+	if n := p.Summary().Forget; n > 0 {
+		line = strings.TrimSuffix(line, ".") + fmt.Sprintf(", %d forgotten.", n)
+	}
+	fmt.Fprintln(w, c.Bold(line))
 }
 
 // PoolLine is a warm pool's line in a plan.
@@ -75,8 +85,12 @@ func Headline(ch *plan.Change) string {
 			carried = "; data carried"
 		}
 		return fmt.Sprintf("%s must be replaced: %s; credentials will rotate%s", addr, replaceWhy(ch), carried)
+	case plan.Forget:
+		return addr + " will be forgotten: a removed block takes it out of the state without destroying it; its containers and data keep running, unmanaged"
 	case plan.Delete:
 		switch ch.Reason {
+		case plan.ReasonRemoved:
+			return addr + " will be destroyed: a removed block says so"
 		case plan.ReasonNoConfig:
 			return addr + " will be destroyed: it is no longer in the configuration"
 		case plan.ReasonExpired:
@@ -150,6 +164,8 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 		return []string{"  = " + name}
 	case plan.Delete:
 		return []string{c.Red("  - ") + name}
+	case plan.Forget:
+		return []string{"  . " + name}
 	case plan.Create:
 		lines := []string{c.Green("  + ") + name + " {"}
 		w := width(ch.After.Features.Services())

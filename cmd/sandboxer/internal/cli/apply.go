@@ -160,8 +160,15 @@ func printApplyResult(f *Factory, res apply.Result, err error) {
 	} else {
 		fmt.Fprintln(f.IO.Out, c.Green(c.Bold("\nApply complete!")))
 	}
-	fmt.Fprintf(f.IO.Out, "Sandboxes: %d created, %d replaced, %d destroyed, %d reused.\n",
-		res.Created, res.Replaced, res.Destroyed, res.Reused)
+	extra := ""
+	if res.Moved > 0 {
+		extra += fmt.Sprintf(", %d moved", res.Moved)
+	}
+	if res.Forgotten > 0 {
+		extra += fmt.Sprintf(", %d forgotten", res.Forgotten)
+	}
+	fmt.Fprintf(f.IO.Out, "Sandboxes: %d created, %d replaced, %d destroyed, %d reused%s.\n",
+		res.Created, res.Replaced, res.Destroyed, res.Reused, extra)
 }
 
 // printOutputs shows outputs after an apply; sensitive ones stay hidden.

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 	"github.com/sandboxer/sandboxer/state/pgstate"
 )
@@ -25,14 +27,59 @@ type backends struct {
 	keysSet bool
 	db      *pgstate.DB
 	dbURL   string
+	// decl is the configuration's backend block, read once (declSet).
+	decl    *config.BackendDecl
+	declErr error
+	declSet bool
 }
 
-// backendChoice is what --backend, else SANDBOXER_BACKEND_URL, names.
+// backendChoice is what --backend, else SANDBOXER_BACKEND_URL, else the
+// configuration's backend block names: the flag and the variable win, as
+// Terraform's -backend-config does. Every command opens its state
+// through it.
 func (f *Factory) backendChoice() string {
 	if f.Global.Backend != "" {
 		return f.Global.Backend
 	}
-	return f.Getenv(EnvBackendURL)
+	if u := f.Getenv(EnvBackendURL); u != "" {
+		return u
+	}
+	if decl, _ := f.configBackend(); decl != nil {
+		return decl.Where(f.Getenv)
+	}
+	return ""
+}
+
+// backendSource says what chose the state backend, for show.
+func (f *Factory) backendSource() string {
+	switch decl, _ := f.configBackend(); {
+	case f.Global.Backend != "":
+		return "--backend"
+	case f.Getenv(EnvBackendURL) != "":
+		return EnvBackendURL
+	case f.Global.State != "":
+		return "--state"
+	case decl != nil:
+		return fmt.Sprintf("the backend block at %s", decl.DeclRange)
+	}
+	return "the default"
+}
+
+// configBackend is the backend block of the configuration directory
+// (nil when it declares none), read from its sandboxer block alone.
+func (f *Factory) configBackend() (*config.BackendDecl, error) {
+	f.backends.mu.Lock()
+	defer f.backends.mu.Unlock()
+	if !f.backends.declSet {
+		decl, diags := config.ReadBackend(f.Dir())
+		if diags.HasErrors() {
+			f.backends.declErr = fmt.Errorf("the backend in the configuration: %w", diags)
+		} else {
+			f.backends.decl = decl
+		}
+		f.backends.declSet = true
+	}
+	return f.backends.decl, f.backends.declErr
 }
 
 // backendURL checks a backend choice: a postgres:// URL, or "" for the
@@ -85,6 +132,9 @@ func (f *Factory) OpenBackend(where string) (state.Backend, error) {
 	u, err := backendURL(where)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := f.configBackend(); err != nil && f.Global.Backend == "" && f.Getenv(EnvBackendURL) == "" {
+		return nil, err // a backend block that does not decode is not the state file
 	}
 	if u == "" {
 		return state.Open(f.StatePath(), state.WithKeyring(keys)), nil

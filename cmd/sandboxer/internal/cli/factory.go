@@ -80,6 +80,9 @@ func (f *Factory) StatePath() string {
 	if f.Global.State != "" {
 		return f.Path(f.Global.State)
 	}
+	if decl, _ := f.configBackend(); decl != nil && decl.Type == "file" && decl.Path != "" {
+		return f.Path(decl.Path)
+	}
 	return filepath.Join(f.Dir(), ".sandboxer", "state.db")
 }
 

@@ -30,6 +30,8 @@ type PlanOptions struct {
 	JSON             bool
 	DetailedExitcode bool
 	Destroy          bool
+	// FailOnCheck makes a failed check block assertion an error.
+	FailOnCheck bool
 }
 
 func (o *PlanningOptions) bind(fs *pflag.FlagSet) {
@@ -70,6 +72,7 @@ func newPlanCmd(f *Factory, runF func(*PlanOptions) error) *cobra.Command {
 	fs.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
 	fs.BoolVar(&opts.DetailedExitcode, "detailed-exitcode", false, "exit 0 when nothing changes, 2 when something does")
 	fs.BoolVar(&opts.Destroy, "destroy", false, "plan the removal of every sandbox")
+	fs.BoolVar(&opts.FailOnCheck, "fail-on-check", false, "fail (exit 1, no plan saved) when a check block's assertion fails")
 	return cmd
 }
 
@@ -88,7 +91,11 @@ func planRun(cmd *cobra.Command, opts *PlanOptions) error {
 	if err != nil {
 		return planFailed(f, cfg, "plan", err)
 	}
-	if opts.Out != "" {
+	// Check blocks judge the plan; with --fail-on-check a failure keeps
+	// it from being saved.
+	sb, pv := plan.CheckValues(p)
+	checks := cfg.EvalChecks(sb, pv, opts.FailOnCheck)
+	if opts.Out != "" && !checks.HasErrors() {
 		file := plan.NewFile(p, cfg, Version, f.Now())
 		b, err := file.Encode()
 		if err != nil {
@@ -104,8 +111,14 @@ func planRun(cmd *cobra.Command, opts *PlanOptions) error {
 		}
 	} else {
 		views.PlanText(f.IO.Out, p, f.Color())
-		if opts.Out != "" {
+		if opts.Out != "" && !checks.HasErrors() {
 			fmt.Fprintf(f.IO.Out, "\nSaved the plan to: %s\n\nTo perform exactly these actions, run:\n  sandboxer apply %s\n", opts.Out, opts.Out)
+		}
+	}
+	if len(checks) > 0 {
+		renderDiags(f, cfg, checks)
+		if checks.HasErrors() {
+			return errReported
 		}
 	}
 	if opts.DetailedExitcode && p.HasChanges() {

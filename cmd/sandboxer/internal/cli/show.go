@@ -76,13 +76,15 @@ func showRun(cmd *cobra.Command, opts *ShowOptions) error {
 	if format == "markdown" {
 		return fmt.Errorf("--format markdown renders a saved plan: sandboxer show --format markdown PLANFILE")
 	}
-	snap, err := f.Store().Snapshot(cmd.Context())
+	store := f.Store()
+	snap, err := store.Snapshot(cmd.Context())
 	if err != nil {
 		return err
 	}
 	if format == "json" {
 		return views.StateJSON(f.IO.Out, snap, Version)
 	}
+	fmt.Fprintf(f.IO.Out, "# %s (chosen by %s)\n\n", store.Describe(), f.backendSource())
 	views.StateText(f.IO.Out, snap)
 	return nil
 }
