@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -88,15 +91,41 @@ func (b *Backend) checkLineageLocked(got string) error {
 // empty. Callers turn it into found = false once the transaction is over.
 var errNoTables = errors.New("no state tables")
 
-// inTx runs fn in a transaction; errNoTables from it is no error.
+// inTx runs fn in a transaction; errNoTables from it is no error. A
+// transaction PostgreSQL ended as a deadlock victim or a serialization
+// failure (40P01, 40001: concurrent first writers creating the tables,
+// say) was rolled back whole, so fn runs again, a few times, after a
+// short random pause; fn changes nothing outside the transaction until
+// its last statement succeeded.
 func inTx(ctx context.Context, db interface {
 	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
 }, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
-	err := pgx.BeginTxFunc(ctx, db, opts, fn)
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = pgx.BeginTxFunc(ctx, db, opts, fn)
+		if attempt == txAttempts || !isRetryableTx(err) || ctx.Err() != nil {
+			break
+		}
+		t := time.NewTimer(time.Duration(1+mrand.IntN(20*attempt)) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 	if errors.Is(err, errNoTables) {
 		return nil
 	}
 	return err
+}
+
+// txAttempts bounds inTx's runs of one transaction.
+const txAttempts = 5
+
+func isRetryableTx(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 // readMeta reads the meta row; found is false for a database without the
