@@ -33,7 +33,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 unit:
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 45m ./...
 
 # Every CPU benchmark once, so a benchmark that no longer passes fails
 # the tests rather than `make bench` (two had, unnoticed).

@@ -4,7 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/services"
@@ -21,7 +27,9 @@ import (
 // the instance, so a successful login is proof enough that its container
 // runs; only a failed probe asks the engine why, so that a container that
 // no longer exists gives an error wrapping apply.ErrNotFound and an engine
-// that cannot be reached one wrapping apply.ErrEngine.
+// that cannot be reached one wrapping apply.ErrEngine. A running container
+// whose service answered too slowly is asked again with more time (the
+// machine may be loaded) before the probe fails.
 func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	if rec == nil {
 		return errors.New("probe: no record")
@@ -74,11 +82,53 @@ func (p *Provider) probeService(ctx context.Context, rec *state.Record, svc stri
 		}
 		return fmt.Errorf("container %s is %s (exit code %d)", trimSlash(ci.Name), status, code)
 	}
+	// The container runs but did not answer in time: on a loaded machine
+	// a login can take longer than the probe's timeout, and calling the
+	// sandbox dead would replace it under the agent that holds it, with
+	// new credentials. Ask again, with the timeout scaled by the load and
+	// doubled each time, before giving up.
+	for i := 1; i <= probeRetries && isSlowAnswer(perr) && ctx.Err() == nil; i++ {
+		t := adaptTimeout(p.probeTimeout(), p.loadFactor()) * time.Duration(1<<i)
+		if perr = p.protocolProbeWithin(ctx, rec.Credentials[svc], svc, t); perr == nil {
+			return nil
+		}
+	}
 	return perr
 }
 
+// probeRetries is how often a running container's probe is asked again
+// when it answered too slowly.
+const probeRetries = 2
+
+// isSlowAnswer reports a probe that ran out of time or lost its
+// connection, rather than one the service refused (wrong credentials).
+func isSlowAnswer(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"timeout", "deadline exceeded", "connection reset", "EOF"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Provider) protocolProbe(ctx context.Context, c state.Credentials, svc string) error {
-	pctx, cancel := context.WithTimeout(ctx, p.probeTimeout())
+	return p.protocolProbeWithin(ctx, c, svc, p.probeTimeout())
+}
+
+func (p *Provider) protocolProbeWithin(ctx context.Context, c state.Credentials, svc string, timeout time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tlsConf, err := clientTLS(c, c.Host)
 	if err != nil {
