@@ -81,6 +81,9 @@ type (
 	Quota  = ondemand.Quota
 )
 
+// TenantNamePattern is what a tenant's name may look like.
+var TenantNamePattern = ondemand.TenantNamePattern
+
 // WithTenant returns ctx acting for t (nil: the operator).
 func WithTenant(ctx context.Context, t *Tenant) context.Context { return ondemand.WithTenant(ctx, t) }
 
