@@ -78,9 +78,9 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 		return nil, refuse(NotFound, "%s is not this tenant's to request", addr)
 	}
 	if rec == nil {
-		// A new instance counts against the tenant's quota: the count
-		// and the record are made under the tenant's quota lock.
-		release, err := b.reserve(ctx)
+		// A new instance counts against the tenant's quota from here
+		// (a reservation) until it is recorded.
+		release, err := b.reserve(ctx, addr)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package ondemand
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -103,42 +104,70 @@ func ttlText(d time.Duration) string {
 	return d.String()
 }
 
-// quotaLockPrefix names the instance lock that serialises a tenant's new
-// instances across processes: not a sandbox address, so no command
+// quotaLockPrefix names the instance lock that serialises the count of
+// a tenant's instances across processes, and the lease address its
+// reservations are kept at: not a sandbox address, so no command
 // contends with it.
 const quotaLockPrefix = "(tenant quota) "
 
-// reserve checks, for a new instance of the tenant, that its live count
-// is under the quota, and returns the lock to hold until the instance is
-// recorded (so concurrent requests, in any process, count it). The
-// operator and tenants without an instance quota get a no-op.
-func (b *Broker) reserve(ctx context.Context) (func() error, error) {
+// reservationTTL bounds how long a reservation for a new instance counts
+// if its process dies on another host without dropping it (on this host
+// a dead pid ends it at once).
+const reservationTTL = 15 * time.Minute
+
+// reserve checks, for a new instance of the tenant at addr, that its
+// live instances and reservations are under the quota, and reserves a
+// place (a lease at the tenant's quota address, held by addr) until the
+// returned func drops it, once the instance is recorded or failed. The
+// count is made under the tenant's quota lock, which is held only for
+// the count, not the provision: a tenant's provisions run in parallel,
+// and concurrent requests, in any process sharing the state, see each
+// other's reservations. The operator and tenants without an instance
+// quota get a no-op.
+func (b *Broker) reserve(ctx context.Context, addr string) (func(), error) {
 	t := TenantOf(ctx)
 	if t == nil || t.Quota.Instances <= 0 {
-		return func() error { return nil }, nil
+		return func() {}, nil
 	}
-	unlock, err := b.lock(ctx, quotaLockPrefix+t.Name, "quota")
+	at := quotaLockPrefix + t.Name
+	unlock, err := b.lock(ctx, at, "quota")
 	if err != nil {
 		return nil, err
 	}
+	defer func() { _ = unlock() }()
 	snap, err := b.Store.Inspect(ctx)
 	if err != nil {
-		_ = unlock()
 		return nil, err
 	}
-	now := b.now()
-	live := 0
+	leases, err := b.Store.HeldBy(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	now, host := b.now(), state.Hostname()
+	owned := map[string]bool{}
 	for _, r := range snap.Records {
 		if r.OnDemand && r.Owner == t.Name && (r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt)) {
-			live++
+			owned[r.Address] = true
+		}
+	}
+	live := len(owned)
+	for _, l := range leases {
+		if l.Holder != addr && !owned[l.Holder] && l.Alive(now, host) {
+			live++ // being provisioned, not yet recorded
 		}
 	}
 	if live >= t.Quota.Instances {
-		_ = unlock()
 		return nil, &Error{Kind: QuotaExceeded,
 			Msg: fmt.Sprintf("quota instances is %d; %d live: release one (or let it expire) first", t.Quota.Instances, live)}
 	}
-	return unlock, nil
+	if err := b.Store.Hold(ctx, state.Lease{Address: at, Holder: addr, Host: host, PID: os.Getpid(), Expires: now.Add(reservationTTL)}); err != nil {
+		return nil, err
+	}
+	return func() {
+		// The instance is recorded (and counted) or failed: either way
+		// the reservation goes, even if the call was cancelled.
+		_ = b.Store.Unhold(context.WithoutCancel(ctx), at, addr)
+	}, nil
 }
 
 // Own is the address of an instance the caller may act on (snapshot,
