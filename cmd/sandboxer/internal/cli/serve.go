@@ -57,6 +57,12 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 			"for those in flight (a second one abandons them). GET /v1/sandboxes lists the\n" +
 			"on-demand instances, without credentials. The configuration is read once, at\n" +
 			"start: restart serve after changing it.\n\n" +
+			"With --tenants FILE, each tenant's tokens (kept as SHA-256 hashes) act for that\n" +
+			"tenant: its keys are its own, it sees only what it owns (another's is\n" +
+			"not_found), and its quotas hold (quota_exceeded; 429 rate_limited). The file\n" +
+			"is reread when it changes or on SIGHUP; a bad one is logged and the previous\n" +
+			"one kept. /mcp is stateless (any replica answers any call) unless\n" +
+			"--mcp-release-on-disconnect.\n\n" +
 			"Logs go to stderr through log/slog, one record per call (method, path,\n" +
 			"status, duration, address; never a body or a credential), as logfmt text or,\n" +
 			"with --log-format json, JSON lines.",
