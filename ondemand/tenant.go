@@ -34,8 +34,8 @@ type Quota struct {
 	// MaxTTL is the longest ttl the tenant may ask for (request, extend)
 	// and the longest a block's own ttl may be for it.
 	MaxTTL time.Duration
-	// Databases and Snapshots are enforced by the front ends that offer
-	// them (0: no bound).
+	// Databases and Snapshots are not enforced yet (the tenants file
+	// refuses them; tenants get no databases per test at all).
 	Databases int
 	Snapshots int
 	// RequestsPerMinute is enforced per process by the HTTP server.

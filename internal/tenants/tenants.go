@@ -200,7 +200,17 @@ func decodeQuota(b *hcl.Block, q *sandboxer.Quota) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
-	ints := map[string]*int{"instances": &q.Instances, "databases": &q.Databases, "snapshots": &q.Snapshots, "requests_per_minute": &q.RequestsPerMinute}
+	// databases and snapshots are refused, not ignored: a bound that
+	// is written down but not kept would mislead. Tenants get no
+	// databases per test at all yet (not_allowed).
+	for _, name := range []string{"databases", "snapshots"} {
+		if a, ok := content.Attributes[name]; ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Quota not enforced yet",
+				Detail:  fmt.Sprintf("%s is not enforced by this version; remove it (tenants get no databases per test, and snapshots are not counted yet)", name),
+				Subject: a.NameRange.Ptr()})
+		}
+	}
+	ints := map[string]*int{"instances": &q.Instances, "requests_per_minute": &q.RequestsPerMinute}
 	for name, dst := range ints {
 		a, ok := content.Attributes[name]
 		if !ok {

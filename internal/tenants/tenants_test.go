@@ -66,6 +66,8 @@ func TestBadFiles(t *testing.T) {
 			"x.hcl:4:15: Invalid quota"},
 		"bad name": {"tenant \"A.b\" {\n  tokens = [\"" + h + "\"]\n}\n",
 			"x.hcl:1:8: Invalid tenant name"},
+		"unenforced quota": {"tenant \"a\" {\n  tokens = [\"" + h + "\"]\n  quota {\n    snapshots = 3\n  }\n}\n",
+			"x.hcl:4:5: Quota not enforced yet"},
 		"no tokens": {"tenant \"a\" {\n  tokens = []\n}\n",
 			"x.hcl:2:3: No tokens"},
 	} {
