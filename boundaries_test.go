@@ -53,6 +53,8 @@ func TestImportBoundaries(t *testing.T) {
 			anyOf("internal/server", "internal/mcpserver", "sandboxertest"), anyOf("ondemand")},
 		{"the HTTP server maps the library's codes; it runs nothing itself",
 			anyOf("internal/server", "internal/mcpserver"), anyOf("apply", "snapshot", "state")},
+		{"the tenants file is serve's input: it knows the library's Tenant, never the broker, state or a runtime",
+			is("internal/tenants"), anyOf("ondemand", "state", "apply", "snapshot")},
 		{"runtimes do not know each other",
 			func(p string) bool { return strings.HasPrefix(p, "providers/") && p != "providers/providertest" },
 			func(i string) bool { return strings.HasPrefix(i, "providers/") }},

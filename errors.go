@@ -48,6 +48,8 @@ const (
 	CodeConflict          = api.CodeConflict
 	CodeEngineUnreachable = api.CodeEngineUnreachable
 	CodeUnavailable       = api.CodeUnavailable
+	CodeQuotaExceeded     = api.CodeQuotaExceeded
+	CodeRateLimited       = api.CodeRateLimited
 	CodeInternal          = api.CodeInternal
 )
 

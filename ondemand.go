@@ -72,6 +72,24 @@ func (s *Sandboxer) Release(ctx context.Context, address, key string) (released 
 	return released, classify(err)
 }
 
+// Tenant is who a call is made for when several callers share one
+// state: its name is folded into every key it names, it sees only the
+// instances it owns, and its quotas bound what it may hold. Calls whose
+// context carries none (WithTenant) are the operator's and see all.
+type (
+	Tenant = ondemand.Tenant
+	Quota  = ondemand.Quota
+)
+
+// TenantNamePattern is what a tenant's name may look like.
+var TenantNamePattern = ondemand.TenantNamePattern
+
+// WithTenant returns ctx acting for t (nil: the operator).
+func WithTenant(ctx context.Context, t *Tenant) context.Context { return ondemand.WithTenant(ctx, t) }
+
+// TenantOf is the tenant ctx acts for, nil for the operator.
+func TenantOf(ctx context.Context) *Tenant { return ondemand.TenantOf(ctx) }
+
 // Holder is one session's identity in the leases that keep an instance
 // while any session, in any process sharing the state, holds it.
 type Holder = ondemand.Holder
@@ -155,6 +173,10 @@ func (s *Sandboxer) Snapshot(ctx context.Context, address, name string) (*DataRe
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
 	}
+	address, err := s.Broker().Own(ctx, address)
+	if err != nil {
+		return nil, classify(err)
+	}
 	return dataResult(s.Data().Snapshot(ctx, address, name))
 }
 
@@ -163,6 +185,10 @@ func (s *Sandboxer) Snapshot(ctx context.Context, address, name string) (*DataRe
 func (s *Sandboxer) Restore(ctx context.Context, address, name string) (*DataResult, error) {
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
+	}
+	address, err := s.Broker().Own(ctx, address)
+	if err != nil {
+		return nil, classify(err)
 	}
 	return dataResult(s.Data().Restore(ctx, address, name))
 }
@@ -174,6 +200,10 @@ func (s *Sandboxer) Reset(ctx context.Context, address, name string) (*DataResul
 		if err := checkSnapshotName(name); err != nil {
 			return nil, err
 		}
+	}
+	address, err := s.Broker().Own(ctx, address)
+	if err != nil {
+		return nil, classify(err)
 	}
 	return dataResult(s.Data().Reset(ctx, address, name))
 }

@@ -45,6 +45,9 @@ type DatabaseOptions struct {
 // Env's SANDBOXER_POSTGRES_URL and friends, URL("postgres"). Drop it with
 // DropDatabase (sandboxertest.Database does at t.Cleanup).
 func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOptions) (*Sandbox, error) {
+	if err := noTenantDatabases(ctx); err != nil {
+		return nil, err
+	}
 	srv, host, err := s.databaseServer(ctx, address)
 	if err != nil {
 		return nil, err
@@ -71,6 +74,9 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 // DropDatabase drops a database Database handed out (name is its
 // SANDBOXER_POSTGRES_DB), with its role; one already gone is fine.
 func (s *Sandboxer) DropDatabase(ctx context.Context, address, name string) error {
+	if err := noTenantDatabases(ctx); err != nil {
+		return err
+	}
 	if name == "" {
 		return &Error{Code: CodeInvalid, Message: "name the database to drop (its SANDBOXER_POSTGRES_DB)"}
 	}
@@ -189,4 +195,15 @@ func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (*d
 	}
 	s.dbs.servers[key] = srv
 	return srv, nil
+}
+
+// noTenantDatabases refuses databases per test to tenants: their host
+// instance is the block's, shared, and a drop by name could reach
+// another tenant's database. They stay the operator's until hosts are
+// per tenant.
+func noTenantDatabases(ctx context.Context) error {
+	if TenantOf(ctx) != nil {
+		return &Error{Code: CodeNotAllowed, Message: "databases per test are not offered to tenants yet: request an instance of your own (POST /v1/request)"}
+	}
+	return nil
 }

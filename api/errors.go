@@ -20,6 +20,8 @@ const (
 	CodeEngineUnreachable Code = "engine_unreachable" // the Docker engine cannot be reached
 	CodeTooLarge          Code = "too_large"          // body over MaxBody
 	CodeUnavailable       Code = "unavailable"        // the images cannot provide a requested feature
+	CodeQuotaExceeded     Code = "quota_exceeded"     // the tenant's quota (instances, ttl, databases, snapshots) is used up
+	CodeRateLimited       Code = "rate_limited"       // the tenant's requests per minute are used up (429, Retry-After)
 	CodeInternal          Code = "internal"           // anything else
 )
 
@@ -34,6 +36,8 @@ var (
 	ErrConflict          = errors.New("conflict")
 	ErrEngineUnreachable = errors.New("cannot reach the Docker engine")
 	ErrUnavailable       = errors.New("the images cannot provide a requested feature")
+	ErrQuotaExceeded     = errors.New("quota exceeded")
+	ErrRateLimited       = errors.New("rate limited")
 )
 
 // Sentinel returns the sentinel error of a code, nil for codes without
@@ -56,6 +60,10 @@ func (c Code) Sentinel() error {
 		return ErrEngineUnreachable
 	case CodeUnavailable:
 		return ErrUnavailable
+	case CodeQuotaExceeded:
+		return ErrQuotaExceeded
+	case CodeRateLimited:
+		return ErrRateLimited
 	}
 	return nil
 }

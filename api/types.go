@@ -108,7 +108,10 @@ type Sandbox struct {
 // Instance is one instance without credentials: an element of GET
 // /v1/sandboxes, POST /v1/extend's answer and `show --json`'s sandboxes.
 type Instance struct {
-	Address             string              `json:"address"`
+	Address string `json:"address"`
+	// Owner is the tenant the instance belongs to; empty for the
+	// operator's.
+	Owner               string              `json:"owner,omitempty"`
 	Project             string              `json:"project"`
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`

@@ -34,6 +34,9 @@ type Event struct {
 	// Replica names the serve process that emitted it, when several share
 	// one state (serve --replica); empty otherwise.
 	Replica string `json:"replica,omitempty"`
+	// Owner is the tenant the instance belongs to; empty for the
+	// operator's.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Stamp returns a sink that sets Replica on every event to name before

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,13 +79,18 @@ type Broker struct {
 type target struct {
 	addr  config.Address
 	block *config.Sandbox // nil when the block is no longer configured
+	// owner is the tenant the call is for ("" for the operator); its
+	// name is already folded into addr's key (TenantKey).
+	owner string
 }
 
 func (t target) String() string { return t.addr.String() }
 
 // parseTarget turns an address (sandbox.NAME or sandbox.NAME["KEY"]) and an
-// optional separate key into a keyed address, validating the key.
-func parseTarget(address, key string) (config.Address, error) {
+// optional separate key into a keyed address, validating the key. It is
+// the one key rule: the key comes in the address or beside it (never two
+// different ones), and a tenant's is folded with its name (TenantKey).
+func parseTarget(ctx context.Context, address, key string) (config.Address, error) {
 	a, err := config.ParseAddress(strings.TrimSpace(address))
 	if err != nil {
 		return config.Address{}, refuse(Invalid, "%v", err)
@@ -98,16 +104,26 @@ func parseTarget(address, key string) (config.Address, error) {
 		a = config.Address{Name: a.Name, Key: key, HasKey: true}
 	}
 	if !keyPattern.MatchString(a.Key) {
+		return config.Address{}, badKey(a.Key)
+	}
+	a.Key = TenantKey(TenantOf(ctx), a.Key)
+	if !keyPattern.MatchString(a.Key) {
 		return config.Address{}, refuse(Invalid,
 			"invalid key %q: a key is 1 to 63 characters, letters, digits, '_', '.' and '-', starting with a letter or digit (it becomes part of container names)", a.Key)
 	}
 	return a, nil
 }
 
-// resolve validates address+key against the configuration. A missing
-// block is NotFound unless allowGone (release may give back an instance
-// whose block was since removed).
-func (b *Broker) resolve(address, key string, allowGone bool) (target, error) {
+func badKey(key string) error {
+	return refuse(Invalid,
+		"invalid key %q: a key is 1 to 63 characters, letters, digits, '_', '.' and '-', starting with a letter or digit (it becomes part of container names)", key)
+}
+
+// resolve validates address+key against the configuration, for the
+// caller ctx carries (TenantOf). A missing block is NotFound unless
+// allowGone (release may give back an instance whose block was since
+// removed).
+func (b *Broker) resolve(ctx context.Context, address, key string, allowGone bool) (target, error) {
 	// A declared, non-on-demand block is the more useful thing to say than
 	// a missing key.
 	if pa, err := config.ParseAddress(strings.TrimSpace(address)); err == nil {
@@ -115,20 +131,27 @@ func (b *Broker) resolve(address, key string, allowGone bool) (target, error) {
 			return target{}, notOnDemand(pa.Name)
 		}
 	}
-	a, err := parseTarget(address, key)
+	a, err := parseTarget(ctx, address, key)
 	if err != nil {
 		return target{}, err
+	}
+	owner := ""
+	if t := TenantOf(ctx); t != nil {
+		owner = t.Name
+		if len(t.Blocks) > 0 && !slices.Contains(t.Blocks, a.Name) {
+			return target{}, refuse(NotFound, "no sandbox block %q for this tenant", a.Name)
+		}
 	}
 	sb, ok := b.Config.Sandboxes[a.Name]
 	switch {
 	case !ok && allowGone:
-		return target{addr: a}, nil
+		return target{addr: a, owner: owner}, nil
 	case !ok:
 		return target{}, refuse(NotFound, "no sandbox block %q in the configuration%s", a.Name, b.onDemandBlocks())
 	case !sb.OnDemand:
 		return target{}, notOnDemand(a.Name)
 	}
-	return target{addr: a, block: sb}, nil
+	return target{addr: a, block: sb, owner: owner}, nil
 }
 
 func notOnDemand(name string) error {
@@ -182,8 +205,17 @@ func (b *Broker) now() time.Time {
 }
 
 func (b *Broker) emit(typ events.Type, a config.Address, gen int, reason string) {
+	b.emitOwned(typ, a, "", gen, reason)
+}
+
+// emitFor is emit for a target: the event names its owner.
+func (b *Broker) emitFor(typ events.Type, t target, gen int, reason string) {
+	b.emitOwned(typ, t.addr, t.owner, gen, reason)
+}
+
+func (b *Broker) emitOwned(typ events.Type, a config.Address, owner string, gen int, reason string) {
 	if b.Events == nil {
 		return
 	}
-	b.Events.Emit(events.Event{Time: b.now(), Event: typ, Address: a.String(), Key: a.Key, Generation: gen, Reason: reason})
+	b.Events.Emit(events.Event{Time: b.now(), Event: typ, Address: a.String(), Key: a.Key, Owner: owner, Generation: gen, Reason: reason})
 }

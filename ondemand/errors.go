@@ -26,6 +26,9 @@ const (
 	// Unavailable: the images cannot provide a requested feature (Err is
 	// the *plan.UnprovidableError listing them).
 	Unavailable
+	// QuotaExceeded: the tenant's quota forbids it (Msg names the limit
+	// and the current use).
+	QuotaExceeded
 )
 
 // Error is a refused call. Nothing was provisioned or changed.
@@ -58,6 +61,8 @@ func (k Kind) Code() api.Code {
 		return api.CodeConflict
 	case Unavailable:
 		return api.CodeUnavailable
+	case QuotaExceeded:
+		return api.CodeQuotaExceeded
 	}
 	return api.CodeInvalid
 }

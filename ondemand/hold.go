@@ -37,7 +37,7 @@ type Holder struct {
 
 // Hold records (or renews) h's lease on the instance address+key.
 func (b *Broker) Hold(ctx context.Context, address, key string, h Holder) error {
-	t, err := b.resolve(address, key, false)
+	t, err := b.resolve(ctx, address, key, false)
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (b *Broker) Hold(ctx context.Context, address, key string, h Holder) error 
 
 // Unhold drops h's lease without releasing anything.
 func (b *Broker) Unhold(ctx context.Context, address, key, holder string) error {
-	t, err := parseTarget(address, key)
+	t, err := parseTarget(ctx, address, key)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (b *Broker) Unhold(ctx context.Context, address, key, holder string) error 
 // releases the instance if no live holder is left; held says how many
 // live holders kept it. Dead leases on it are dropped with it.
 func (b *Broker) ReleaseUnheld(ctx context.Context, address, key, holder string) (released bool, held int, err error) {
-	t, err := b.resolve(address, key, true)
+	t, err := b.resolve(ctx, address, key, true)
 	if err != nil {
 		return false, 0, err
 	}

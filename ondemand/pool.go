@@ -123,7 +123,7 @@ func (b *Broker) claim(ctx context.Context, t target, in *config.Instance, prefi
 		}
 		res, err := b.claimOne(ctx, t, in, m.Address, prefix)
 		if err != nil {
-			b.emit(events.Failed, t.addr, m.Generation, "claim "+m.Address+": "+err.Error())
+			b.emitFor(events.Failed, t, m.Generation, "claim "+m.Address+": "+err.Error())
 			continue
 		}
 		if res != nil {
@@ -160,6 +160,7 @@ func (b *Broker) claimOne(ctx context.Context, t target, in *config.Instance, ma
 	claimed.LabelAddress = rec.ResourceAddress()
 	claimed.Credentials = creds
 	claimed.OnDemand = true
+	claimed.Owner = t.owner
 	// The claimant's ttl starts now, as a cold provision's would.
 	claimed.ExpiresAt = time.Time{}
 	if in.TTL > 0 {
@@ -172,7 +173,7 @@ func (b *Broker) claimOne(ctx context.Context, t target, in *config.Instance, ma
 		return nil, fmt.Errorf("record claimed member at %s: %w", claimed.Address, err)
 	}
 	ma, _ := config.ParseAddress(maddr)
-	b.emit(events.PoolClaimed, t.addr, claimed.Generation, ma.Key)
+	b.emitFor(events.PoolClaimed, t, claimed.Generation, ma.Key)
 	if b.OnClaim != nil {
 		b.OnClaim(t.addr.Name)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sandboxer/sandboxer/apply"
@@ -408,6 +409,9 @@ func referencedIDs(recs map[string]*state.Record) map[string]bool {
 func (r *Reaper) onDemand(addr string, rec *state.Record) bool {
 	if rec != nil {
 		return rec.OnDemand
+	}
+	if strings.HasPrefix(addr, quotaLockPrefix) {
+		return true // a tenant's reservations: dead ones are dropped under its quota lock
 	}
 	a, err := config.ParseAddress(addr)
 	if err != nil || !a.HasKey || r.Config == nil {

@@ -43,12 +43,15 @@ type Request struct {
 // the union, new before old, credentials rotated. It is idempotent, and
 // concurrent calls for one instance make at most one provision.
 func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
-	t, err := b.resolve(req.Address, req.Key, false)
+	t, err := b.resolve(ctx, req.Address, req.Key, false)
 	if err != nil {
 		return nil, err
 	}
 	in, err := b.desired(t, req)
 	if err != nil {
+		return nil, err
+	}
+	if err := admit(ctx, t.addr, in.TTL); err != nil {
 		return nil, err
 	}
 	prefix := in.EnvPrefix
@@ -69,7 +72,19 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec != nil && !owns(ctx, rec) {
+		// Only the operator can have made it under this tenant's
+		// prefix; the tenant cannot take it over.
+		return nil, refuse(NotFound, "%s is not this tenant's to request", addr)
+	}
 	if rec == nil {
+		// A new instance counts against the tenant's quota from here
+		// (a reservation) until it is recorded.
+		release, err := b.reserve(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		if res, ok := b.claim(ctx, t, in, prefix); ok {
 			return res, nil
 		}
@@ -79,7 +94,7 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 	if ch.Action == plan.NoOp {
 		perr := b.Provider.Probe(ctx, rec)
 		if perr == nil {
-			b.emit(events.Reused, t.addr, rec.Generation, string(ch.Reason))
+			b.emitFor(events.Reused, t, rec.Generation, string(ch.Reason))
 			return NewResult(rec, true, prefix), nil
 		}
 		if ctx.Err() != nil {
@@ -200,11 +215,11 @@ func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefi
 		return nil, err
 	}
 	e := &apply.Executor{
-		Provider: b.Provider, Store: onDemandStore{b.Store}, Lineage: lineage,
+		Provider: b.Provider, Store: onDemandStore{b.Store, t.owner}, Lineage: lineage,
 		Parallelism: 1, Now: b.Now, Data: b.Data,
 	}
 	if _, err := e.Apply(ctx, nil, &plan.Plan{Changes: []*plan.Change{ch}}); err != nil {
-		b.emit(events.Failed, t.addr, ch.PriorGeneration+1, err.Error())
+		b.emitFor(events.Failed, t, ch.PriorGeneration+1, err.Error())
 		return nil, err
 	}
 	rec, err := b.Store.Get(ctx, addr)
@@ -218,14 +233,18 @@ func (b *Broker) provision(ctx context.Context, t target, ch *plan.Change, prefi
 	if ch.Action == plan.CreateThenDelete {
 		typ = events.Replaced
 	}
-	b.emit(typ, t.addr, rec.Generation, string(ch.Reason))
+	b.emitFor(typ, t, rec.Generation, string(ch.Reason))
 	return NewResult(rec, false, prefix), nil
 }
 
-// onDemandStore marks what the Executor records as on-demand. It has no
+// onDemandStore marks what the Executor records as on-demand, owned by
+// the caller's tenant. It has no
 // LockInstance on purpose: the broker already holds the instance lock, and
 // a second flock on it from this process would wait for itself.
-type onDemandStore struct{ s Store }
+type onDemandStore struct {
+	s     Store
+	owner string // the tenant the instance is for
+}
 
 func (o onDemandStore) Get(ctx context.Context, addr string) (*state.Record, error) {
 	return o.s.Get(ctx, addr)
@@ -233,6 +252,7 @@ func (o onDemandStore) Get(ctx context.Context, addr string) (*state.Record, err
 
 func (o onDemandStore) Put(ctx context.Context, rec *state.Record) error {
 	rec.OnDemand = true
+	rec.Owner = o.owner
 	return o.s.Put(ctx, rec)
 }
 

@@ -71,6 +71,9 @@ func decodeCurrent(data []byte, names *interner) (rec *Record, ok bool) {
 		case "label_address":
 			fields.once(r, 15)
 			rec.LabelAddress = r.str()
+		case "owner":
+			fields.once(r, 16)
+			rec.Owner = r.name()
 		default:
 			r.fail()
 		}

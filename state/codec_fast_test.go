@@ -31,7 +31,7 @@ func fullRecord() *Record {
 		Resources:  Resources{Runtime: "kubernetes", Network: "net", Containers: map[string]string{"postgres": "c1"}, Volumes: []string{"v1"}, Namespace: "ns", Pod: "sbx-ci"},
 		CreatedAt:  at,
 		ExpiresAt:  at.Add(time.Hour),
-		Generation: -3, SeedDigest: "sha256:ab", LabelAddress: `sandbox.app["~pool-1"]`,
+		Generation: -3, SeedDigest: "sha256:ab", LabelAddress: `sandbox.app["~pool-1"]`, Owner: "acme",
 	}
 }
 

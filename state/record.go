@@ -46,6 +46,9 @@ type Record struct {
 	// by a request moves to the caller's address, and engine labels
 	// cannot change. Empty means Address. See ResourceAddress.
 	LabelAddress string `json:"label_address,omitempty"`
+	// Owner is the tenant that requested the instance (serve --tenants,
+	// --tenant); empty for the operator's. A tenant sees only its own.
+	Owner string `json:"owner,omitempty"`
 }
 
 // ResourceAddress is the address the record's engine resources carry in

@@ -73,7 +73,7 @@ func hasCode(text string) bool {
 	}
 	switch api.Code(code) {
 	case api.CodeInvalid, api.CodeUnauthorized, api.CodeNotFound, api.CodeNotAllowed, api.CodeBusy, api.CodeConflict,
-		api.CodeEngineUnreachable, api.CodeTooLarge, api.CodeUnavailable, api.CodeInternal:
+		api.CodeEngineUnreachable, api.CodeTooLarge, api.CodeUnavailable, api.CodeQuotaExceeded, api.CodeRateLimited, api.CodeInternal:
 		return true
 	}
 	return false

@@ -65,6 +65,11 @@ type Options struct {
 	// Logger gets one record per tool call (tool, address, outcome),
 	// never an argument's value that could be secret; nil discards.
 	Logger *slog.Logger
+	// Stateless: every call may come to another replica (serve's /mcp
+	// over streamable HTTP without sessions), so there is no session to
+	// default a key from or to hold leases for: tools need a key, and an
+	// instance ends by its ttl (extend_sandbox is the heartbeat).
+	Stateless bool
 	// Base bounds the calls (and the releases at disconnect) instead of
 	// the client's connection, as for the HTTP API: a client that goes
 	// away mid-provision does not abort it. Nil never ends.
@@ -291,9 +296,14 @@ func (s *Server) releaseAll(sess *session) {
 	wg.Wait()
 }
 
-// call runs a library call on the base context, not the client's.
+// call runs a library call on the base context, not the client's, for
+// the tenant the client's call was authenticated as (serve's /mcp).
 func (s *Server) call(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithCancel(context.WithoutCancel(s.opts.Base))
+	base := context.WithoutCancel(s.opts.Base)
+	if t := sandboxer.TenantOf(ctx); t != nil {
+		base = sandboxer.WithTenant(base, t)
+	}
+	return context.WithCancel(base)
 }
 
 // toolError is what an agent reads when a call is refused: the code and

@@ -68,6 +68,19 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_features", Description: "What each service may enable (the allowlist) and what its image provides, with versions."}, s.features)
 }
 
+// requestStateless is request_sandbox without a session: no lease, the
+// instance lives by its ttl.
+func (s *Server) requestStateless(ctx context.Context, addr string, in requestIn) (*mcp.CallToolResult, *api.Sandbox, error) {
+	sbx, err := s.lib.Request(ctx, addr, sandboxer.RequestOptions{Extensions: in.Extensions, Profile: in.Profile,
+		TTL: in.TTL, Prefix: in.Prefix, CarryData: in.CarryData, ReadyTimeout: in.ReadyTimeout})
+	if err != nil {
+		s.opts.Logger.Info("tool refused", "tool", "request_sandbox", "address", addr, "code", sandboxer.Classify(err).Code)
+		return nil, nil, toolError(err)
+	}
+	s.opts.Logger.Info("tool", "tool", "request_sandbox", "address", sbx.Address, "generation", sbx.Generation, "reused", sbx.Reused, "from_pool", sbx.FromPool)
+	return nil, sbx, nil
+}
+
 // instance is the address the call is about: the key given, else this
 // session's.
 func (s *Server) instance(ss *mcp.ServerSession, address, key string) (string, error) {
@@ -82,6 +95,9 @@ func (s *Server) instance(ss *mcp.ServerSession, address, key string) (string, e
 		return a.String(), nil
 	}
 	if key == "" {
+		if s.opts.Stateless {
+			return "", fmt.Errorf("invalid: give a key (\"key\" or sandbox.NAME[\"KEY\"]): over stateless HTTP there is no session to name the instance after")
+		}
 		key = s.session(ss).key
 	}
 	return config.Address{Name: a.Name, Key: key, HasKey: true}.String(), nil
@@ -94,6 +110,9 @@ func (s *Server) request(ctx context.Context, req *mcp.CallToolRequest, in reque
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
+	if s.opts.Stateless {
+		return s.requestStateless(cctx, addr, in)
+	}
 	had, err := s.hold(cctx, req.Session, addr)
 	if err != nil {
 		s.opts.Logger.Info("tool refused", "tool", "request_sandbox", "address", addr, "code", sandboxer.Classify(err).Code)
@@ -122,7 +141,9 @@ func (s *Server) release(ctx context.Context, req *mcp.CallToolRequest, in addre
 	if err != nil {
 		return nil, releaseOut{}, toolError(err)
 	}
-	s.noteReleased(req.Session, addr)
+	if !s.opts.Stateless {
+		s.noteReleased(req.Session, addr)
+	}
 	s.opts.Logger.Info("tool", "tool", "release_sandbox", "address", addr, "released", released)
 	return nil, releaseOut{Address: addr, Released: released}, nil
 }
@@ -142,7 +163,9 @@ func (s *Server) extend(ctx context.Context, req *mcp.CallToolRequest, in extend
 }
 
 func (s *Server) list(ctx context.Context, _ *mcp.CallToolRequest, _ emptyIn) (*mcp.CallToolResult, *api.SandboxList, error) {
-	out, err := s.lib.Sandboxes(ctx)
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	out, err := s.lib.Sandboxes(cctx)
 	if err != nil {
 		return nil, nil, toolError(err)
 	}

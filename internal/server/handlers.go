@@ -129,4 +129,7 @@ var statusOf = map[api.Code]int{
 	// Well formed, but these images cannot provide what it asks for.
 	api.CodeUnavailable:       http.StatusUnprocessableEntity,
 	api.CodeEngineUnreachable: http.StatusServiceUnavailable,
+	// The caller's own quota; its message names the limit and the use.
+	api.CodeQuotaExceeded: http.StatusForbidden,
+	api.CodeRateLimited:   http.StatusTooManyRequests,
 }

@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/internal/tenants"
 )
 
 // Library is what the API serves: the library's calls, whose errors come
@@ -39,10 +41,13 @@ const MaxBody = api.MaxBody
 // Server is the API's http.Handler.
 type Server struct {
 	lib   Library
-	token [32]byte // SHA-256 of the bearer token
-	log   *slog.Logger
-	mux   *http.ServeMux
-	base  context.Context
+	token [32]byte // SHA-256 of the operator's bearer token
+	// tenants are the other tokens' owners (SetTenants); nil: none.
+	tenants atomic.Pointer[tenants.Set]
+	rate    limiter
+	log     *slog.Logger
+	mux     *http.ServeMux
+	base    context.Context
 }
 
 // New returns the API handler. token must not be empty. logger gets one
@@ -63,6 +68,7 @@ func New(lib Library, token string, logger *slog.Logger, base context.Context) (
 		base = context.Background()
 	}
 	s := &Server{lib: lib, token: sha256.Sum256([]byte(token)), log: logger, mux: http.NewServeMux(), base: base}
+	s.tenants.Store(nil)
 	s.mux.HandleFunc("GET "+api.PathHealth, s.healthz)
 	s.mux.Handle("POST "+api.PathRequest, s.authed(s.request))
 	s.mux.Handle("POST "+api.PathRelease, s.authed(s.release))
@@ -96,6 +102,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rw.status, "duration", time.Since(start).Round(time.Microsecond)}
+		if rw.tenant != "" {
+			attrs = append(attrs, "tenant", rw.tenant)
+		}
 		if rw.addr != "" {
 			attrs = append(attrs, "address", rw.addr)
 		}
@@ -119,18 +128,34 @@ func (s *Server) notFoundOrMethod(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s", r.URL.Path), nil)
 }
 
-// authed requires "Authorization: Bearer <token>", compared in constant
-// time (over fixed-length digests, so the length leaks nothing either).
+// authed requires "Authorization: Bearer <token>": the operator's,
+// compared in constant time (over fixed-length digests, so the length
+// leaks nothing either), or a tenant's, found by its digest (the token
+// itself is never kept). A tenant's call acts for it (sandboxer.WithTenant)
+// and spends its rate.
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+		admin := subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+		var t *sandboxer.Tenant
+		if !admin {
+			t = s.tenantFor(sum)
+		}
+		if !ok || (!admin && t == nil) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxer"`)
 			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong bearer token", nil)
 			return
 		}
-		h(w, r)
+		if t != nil {
+			if rw, ok := w.(*recorder); ok {
+				rw.tenant = t.Name
+			}
+			if !s.admitTenant(w, t) {
+				return
+			}
+		}
+		h(w, withTenant(r, t))
 	})
 }
 
@@ -141,6 +166,7 @@ type recorder struct {
 	status int
 	wrote  bool
 	addr   string
+	tenant string
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -27,6 +27,9 @@ func SortedRecords(snap *state.Snapshot) []*state.Record {
 // (sensitive).
 func RecordText(w io.Writer, r *state.Record) {
 	fmt.Fprintf(w, "# %s\n", r.Address)
+	if r.Owner != "" {
+		fmt.Fprintf(w, "  owner       = %q\n", r.Owner)
+	}
 	fmt.Fprintf(w, "  project     = %q\n", r.Project)
 	fmt.Fprintf(w, "  generation  = %d\n", r.Generation)
 	fmt.Fprintf(w, "  created_at  = %s\n", r.CreatedAt.UTC().Format(time.RFC3339))

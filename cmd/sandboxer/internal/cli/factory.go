@@ -31,6 +31,8 @@ type GlobalOptions struct {
 	State   string
 	Backend string
 	NoColor bool
+	// Tenant: see actAsTenant.
+	Tenant string
 }
 
 // Factory carries what commands need from the outside world, so tests can

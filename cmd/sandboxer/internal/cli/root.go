@@ -109,6 +109,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	pf.StringVar(&f.Global.State, "state", "", "state file `PATH` (default DIR/.sandboxer/state.db)")
 	pf.StringVar(&f.Global.Backend, "backend", "", "state backend `URL`: postgres://… (better: "+EnvBackendURL+"), or file (default)")
 	pf.BoolVar(&f.Global.NoColor, "no-color", false, "disable colour output (also NO_COLOR)")
+	pf.StringVar(&f.Global.Tenant, "tenant", "", "act as tenant `NAME` on a shared state: keys are the tenant's, only its own instances are seen (also SANDBOXER_TENANT)")
 
 	root.AddCommand(
 		newInitCmd(f, nil),
@@ -135,8 +136,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newPoolCmd(f),
 	)
 	completeAddressFlags(f, root)
-	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		f.readOnly.Store(readOnlyCommand(cmd.CommandPath()))
+		return actAsTenant(cmd, f)
 	}
 	return root
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/internal/mcpserver"
 	"github.com/sandboxer/sandboxer/internal/server"
+	"github.com/sandboxer/sandboxer/internal/tenants"
 	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -27,6 +28,7 @@ type ServeOptions struct {
 	OnDemand        OnDemandOptions
 	Listen          string
 	TokenFile       string
+	TenantsFile     string
 	AddrFile        string
 	ReapInterval    time.Duration
 	ShutdownTimeout time.Duration
@@ -38,7 +40,8 @@ type ServeOptions struct {
 // mcpPath is where serve offers the MCP server over streamable HTTP.
 const mcpPath = "/mcp"
 
-// mcpSessionTimeout ends an MCP session that made no call for that long.
+// mcpSessionTimeout ends an MCP session that made no call for that long
+// (with --mcp-release-on-disconnect, when sessions live in serve).
 const mcpSessionTimeout = 10 * time.Minute
 
 func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
@@ -54,6 +57,12 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 			"for those in flight (a second one abandons them). GET /v1/sandboxes lists the\n" +
 			"on-demand instances, without credentials. The configuration is read once, at\n" +
 			"start: restart serve after changing it.\n\n" +
+			"With --tenants FILE, each tenant's tokens (kept as SHA-256 hashes) act for that\n" +
+			"tenant: its keys are its own, it sees only what it owns (another's is\n" +
+			"not_found), and its quotas hold (quota_exceeded; 429 rate_limited). The file\n" +
+			"is reread when it changes or on SIGHUP; a bad one is logged and the previous\n" +
+			"one kept. /mcp is stateless (any replica answers any call) unless\n" +
+			"--mcp-release-on-disconnect.\n\n" +
 			"Logs go to stderr through log/slog, one record per call (method, path,\n" +
 			"status, duration, address; never a body or a credential), as logfmt text or,\n" +
 			"with --log-format json, JSON lines.",
@@ -72,11 +81,12 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	opts.OnDemand.bind(fs, ondemand.DefaultLockTimeout)
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "`ADDR` to listen on (host:port; port 0 picks a free one)")
 	fs.StringVar(&opts.TokenFile, "token-file", "", "read the bearer token from `FILE` (else SANDBOXER_API_TOKEN)")
+	fs.StringVar(&opts.TenantsFile, "tenants", "", "accept the tenants of `FILE` (HCL; token hashes, blocks, quotas) beside the operator's token; reloaded on change or SIGHUP")
 	fs.StringVar(&opts.AddrFile, "addr-file", "", "write the address actually listened on to `FILE` once ready")
 	fs.DurationVar(&opts.ReapInterval, "reap-interval", time.Minute, "how often the janitor reaps (0 turns it off)")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "how long shutdown waits for calls in flight")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log records as `text` (logfmt) or json")
-	fs.BoolVar(&opts.MCPReleaseOnDisconnect, "mcp-release-on-disconnect", false, "release every instance an MCP session (at /mcp) requested when the session ends")
+	fs.BoolVar(&opts.MCPReleaseOnDisconnect, "mcp-release-on-disconnect", false, "keep MCP sessions at /mcp in this process and release every instance a session requested when it ends (else /mcp is stateless: any replica answers, instances end by their ttl)")
 	fs.StringVar(&opts.OnDemand.Replica, "replica", "", "name this process in events and logs when several serve one state (also SANDBOXER_REPLICA; default HOST-PID with a PostgreSQL backend)")
 	return cmd
 }
@@ -131,12 +141,32 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.TenantsFile != "" {
+		path := f.Path(opts.TenantsFile)
+		blocks := onDemandBlocks(s.lib.Config())
+		set, err := tenants.Load(path, blocks)
+		if err != nil {
+			return fmt.Errorf("refusing to start: %w", err)
+		}
+		api.SetTenants(set)
+		logger.Info("tenants file loaded", "file", path, "tenants", len(set.Names()))
+		go watchTenants(ctx, path, blocks, api, logger)
+	}
+	// Stateless unless the instances of a session are to be released when
+	// it ends: that needs the session in this process (one replica, or a
+	// balancer with affinity).
+	stateless := !opts.MCPReleaseOnDisconnect
 	agents := mcpserver.New(s.lib, mcpserver.Options{Version: Version, ReleaseOnDisconnect: opts.MCPReleaseOnDisconnect,
-		Logger: logger, Base: f.hard})
-	// An idle session ends after mcpSessionTimeout, so an agent that dies
-	// without closing has its instances released too.
+		Stateless: stateless, Logger: logger, Base: f.hard})
+	// Stateless: no protocol session lives in this process, so any
+	// replica answers any call (behind a balancer without affinity) at
+	// the current protocol revision. An instance requested over HTTP
+	// ends by its ttl (agents extend it as a heartbeat). With
+	// --mcp-release-on-disconnect sessions live here, and an idle one
+	// ends after mcpSessionTimeout, so an agent that dies without
+	// closing has its instances released too.
 	api.Handle(mcpPath, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return agents.MCP() },
-		&mcp.StreamableHTTPOptions{SessionTimeout: mcpSessionTimeout}))
+		&mcp.StreamableHTTPOptions{Stateless: stateless, SessionTimeout: mcpSessionTimeout}))
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)

@@ -79,7 +79,11 @@ func stateListRun(cmd *cobra.Command, opts *StateOptions) error {
 	}
 	addrs := make([]string, 0, len(snap.Records)+len(snap.Damaged))
 	for _, r := range views.SortedRecords(snap) {
-		addrs = append(addrs, r.Address)
+		a := r.Address
+		if r.Owner != "" {
+			a += "  # owner: " + r.Owner
+		}
+		addrs = append(addrs, a)
 	}
 	if opts.JSON {
 		// The readable records as the state document; damaged ones are
