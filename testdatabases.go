@@ -53,7 +53,7 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 	if m.Run == nil {
 		m = databases.SQL(o.SQL...)
 	}
-	d, err := srv.Create(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL})
+	d, err := srv.Take(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote})
 
 	if err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
