@@ -13,6 +13,10 @@
 // the host and pid of the process that asked, so Reap can drop those of a
 // test process that died.
 //
+// Clones are also made ahead (pool.go): a ready clone's role cannot log
+// in until Take claims it and binds a verifier made for that hand-out; a
+// clone is handed out once and never put back.
+//
 // It works over a connection as the server's admin role, whatever runs
 // the server (a Docker container, a Kubernetes pod): it is PostgreSQL
 // logic, not runtime logic. What it must never do: hand out the admin
