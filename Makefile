@@ -54,8 +54,9 @@ bench: images build
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
 	$(GO) run ./scripts/benchpool -bin $(BIN)
-	$(GO) test -run '^$$' -bench 'DatabasePerTest$$' -benchtime 100x .
+	$(GO) test -run '^$$' -bench 'DatabasePerTest$$' -benchtime 1000x .
 	$(GO) test -run '^$$' -bench 'DatabaseDensity$$' -benchtime 1x .
+	$(GO) test -run '^$$' -bench 'DatabaseThroughput$$' -benchtime 1x .
 	$(GO) run ./scripts/benchscale -bin $(BIN) -n $(SCALE_N)
 	@if [ -n "$$KUBECONFIG" ] || [ -f .kube/kubeconfig ]; then $(MAKE) --no-print-directory bench-kube; \
 	else echo "no cluster (KUBECONFIG unset, no .kube/kubeconfig): the Kubernetes benchmarks are skipped; make kube starts one"; fi

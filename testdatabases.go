@@ -56,7 +56,7 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 	if m.Run == nil {
 		m = databases.SQL(o.SQL...)
 	}
-	d, err := srv.Create(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL})
+	d, err := srv.Take(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote})
 
 	if err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
@@ -158,6 +158,18 @@ func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databa
 	// postgres.
 	if in, ok := s.cfg.Instance(a); ok && !slices.Contains(in.Services, "postgres") {
 		return nil, nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no postgres to host databases in", a)}
+	}
+	// A host this process reached before, of the generation state still
+	// records: no broker round (a lock, a probe) per hand-out. A host
+	// replaced since (another generation, or gone) goes through Request.
+	hostAddr := config.Address{Name: a.Name, Key: DatabaseHostKey, HasKey: true}.String()
+	if rec, err := s.store.Get(ctx, hostAddr); err == nil && rec != nil {
+		s.dbs.mu.Lock()
+		srv, ok := s.dbs.servers[fmt.Sprintf("%s#%d", rec.Address, rec.Generation)]
+		s.dbs.mu.Unlock()
+		if ok {
+			return srv, rec, nil
+		}
 	}
 	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: DatabaseHostKey, TTL: "30d"})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +171,65 @@ func BenchmarkDatabaseDensity(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(time.Since(dropStart).Milliseconds())/float64(n), "ms/drop")
+	}
+}
+
+// BenchmarkDatabaseThroughput hands out SANDBOXER_THROUGHPUT_N (default
+// 400) databases from 8 workers, each connected to, queried and dropped,
+// beside pgtestdb v0.1.1 doing the same against the same server, and
+// reports databases per second of each and their ratio. `make bench`
+// runs it; TestPooledDatabases runs the same loop at a small size.
+func BenchmarkDatabaseThroughput(b *testing.B) {
+	ctx := context.Background()
+	sb, _ := openDatabases(nil, b, "")
+	schema := databases.SQL(`CREATE TABLE users (id int PRIMARY KEY, name text)`)
+	n := 400
+	if v, err := strconv.Atoi(os.Getenv("SANDBOXER_THROUGHPUT_N")); err == nil && v > 0 {
+		n = v
+	}
+	d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: schema}) // the host and the template
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = sb.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"])
+	rec, err := sb.Store().Get(ctx, `sandbox.db["`+sandboxer.DatabaseHostKey+`"]`)
+	if err != nil || rec == nil {
+		b.Fatal(err)
+	}
+	c := rec.Credentials["postgres"]
+	conf := pgtestdb.Config{DriverName: "pgx", Host: c.Host, Port: strconv.Itoa(c.Port), User: c.AdminUser,
+		Password: c.AdminPassword.Reveal(), Database: "postgres", Options: "sslmode=disable"}
+	migrator := sqlMigrator{`CREATE TABLE users (id int PRIMARY KEY, name text)`}
+	for b.Loop() {
+		ours, err := databaseThroughput(ctx, sb, schema, 8, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		jobs := make(chan struct{}, n)
+		for range n {
+			jobs <- struct{}{}
+		}
+		close(jobs)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range jobs {
+					scope := &cleanups{TB: b}
+					db := pgtestdb.New(scope, conf, migrator)
+					if _, err := db.Exec(`SELECT 1`); err != nil {
+						b.Error(err)
+					}
+					scope.run()
+				}
+			}()
+		}
+		wg.Wait()
+		theirs := float64(n) / time.Since(start).Seconds()
+		b.ReportMetric(ours, "sandboxer-db/s")
+		b.ReportMetric(theirs, "pgtestdb-db/s")
+		b.ReportMetric(ours/theirs, "throughput-ratio")
 	}
 }

@@ -13,6 +13,10 @@
 // the host and pid of the process that asked, so Reap can drop those of a
 // test process that died.
 //
+// Clones are also made ahead (pool.go): a ready clone's role cannot log
+// in until Take claims it and binds a verifier made for that hand-out; a
+// clone is handed out once and never put back.
+//
 // It works over a connection as the server's admin role, whatever runs
 // the server (a Docker container, a Kubernetes pod): it is PostgreSQL
 // logic, not runtime logic. What it must never do: hand out the admin
@@ -73,34 +77,64 @@ type Server struct {
 	// Admin connects as the server's admin (a superuser) to its
 	// "postgres" database; AppHost and AppPort are what clients of the
 	// handed-out databases connect to.
-	pool *pgxpool.Pool
-	host string
-	port int
+	pool  *pgxpool.Pool
+	host  string
+	port  int
+	pools *pools
 }
 
-// Open connects to the server; adminURL is a postgres:// URL of the admin
-// role. The URL is never quoted in an error.
+// Open connects to the server with the default PoolConfig; adminURL is
+// a postgres:// URL of the admin role. The URL is never quoted in an error.
 func Open(ctx context.Context, adminURL, host string, port int) (*Server, error) {
+	return OpenWith(ctx, adminURL, host, port, PoolConfig{})
+}
+
+// OpenWith connects to the server with pc bounding its pool of ready
+// databases.
+func OpenWith(ctx context.Context, adminURL, host string, port int, pc PoolConfig) (*Server, error) {
 	cfg, err := pgxpool.ParseConfig(adminURL)
 	if err != nil {
 		return nil, errors.New("databases: the admin URL does not parse")
 	}
 	cfg.ConnConfig.Database = "postgres"
 	cfg.MaxConns = 4
+	pc = pc.withDefaults()
+	fillCfg := cfg.Copy()
+	fillCfg.MaxConns = int32(pc.Parallel) + 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("databases: connect as admin: %w", err)
 	}
-	s := &Server{pool: pool, host: host, port: port}
-	if _, err := pool.Exec(ctx, leaseTable); err != nil {
+	fill, err := pgxpool.NewWithConfig(ctx, fillCfg)
+	if err != nil {
 		pool.Close()
+		return nil, fmt.Errorf("databases: connect as admin: %w", err)
+	}
+	s := &Server{pool: pool, host: host, port: port, pools: newPools(pc, fill)}
+	// Under a lock: processes opening the same host at once would race
+	// on the catalog (CREATE … IF NOT EXISTS is not atomic).
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, q := range []string{`SELECT pg_advisory_xact_lock(hashtext('sbx_databases'))`, leaseTable,
+			`ALTER TABLE sbx_databases ADD COLUMN IF NOT EXISTS pooled boolean NOT NULL DEFAULT false`, takeFunction} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("databases: lease table: %w", err)
 	}
 	return s, nil
 }
 
-// Close closes the admin connections.
-func (s *Server) Close() { s.pool.Close() }
+// Close stops the background filling and closes the admin connections.
+// Ready databases stay for other processes (Reap drops them after an
+// hour).
+func (s *Server) Close() {
+	s.pools.close()
+	s.pool.Close()
+}
 
 const leaseTable = `CREATE TABLE IF NOT EXISTS sbx_databases (
 	name       text PRIMARY KEY,
