@@ -42,11 +42,14 @@ func (s *Server) template(ctx context.Context, m Migration) (string, error) {
 	if ready, err := s.templateReady(ctx, tpl); err != nil || ready {
 		return tpl, err
 	}
-	conn, err := s.pool.Acquire(ctx)
+	// The lock is held on a connection of its own, not one of the pool's:
+	// callers waiting for it must not hold the pool's connections, which
+	// the holder (and the pool's refills) still need.
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return "", fmt.Errorf("databases: template: %w", err)
 	}
-	defer conn.Release()
+	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext($1))`, tpl); err != nil {
 		return "", fmt.Errorf("databases: template lock: %w", err)
 	}
