@@ -29,6 +29,10 @@ import (
 func TestCreatePostgresRedis(t *testing.T) {
 	t.Parallel()
 	p, secrets := newTestProvider(t)
+	// The container spec of a sandbox initialised from scratch (its init
+	// script, its mounts); one started from a template is checked by
+	// pgtemplate_test.go, and indistinguishable to a client.
+	p.cfg.NoTemplate = true
 	lineage := newLineage(t, p)
 	ctx := context.Background()
 	req := apply.CreateRequest{

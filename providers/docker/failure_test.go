@@ -52,8 +52,10 @@ func TestCreateReadinessTimeout(t *testing.T) {
 		t.Fatal("Create succeeded within 300ms")
 	}
 	t.Logf("error: %v", err)
-	if !strings.Contains(err.Error(), "not ready after 300ms") {
-		t.Errorf("error does not name the timeout:\n%v", err)
+	// The timeout is scaled by the machine's load (up to 5×: still far
+	// too short for initdb), and a timeout is transient.
+	if !strings.Contains(err.Error(), "not ready after") || !errors.Is(err, apply.ErrTransient) {
+		t.Errorf("error does not name the timeout, or is not apply.ErrTransient:\n%v", err)
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("timing out took %s", d)
