@@ -176,17 +176,10 @@ func (d *Database) URL() string {
 // Create clones a database from the migration's template, making the
 // template first if no process has yet.
 func (s *Server) Create(ctx context.Context, m Migration, o Options) (*Database, error) {
-	if m.Hash == "" || m.Run == nil {
-		return nil, errors.New("databases: a migration needs a hash and a run function")
-	}
-	tpl, err := s.template(ctx, m)
+	tpl, o, err := s.prepare(ctx, m, o)
 	if err != nil {
 		return nil, err
 	}
-	if o.TTL <= 0 {
-		o.TTL = time.Hour
-	}
-	o.TTL = max(o.TTL, time.Second)
 	id := randomHex(8)
 	d := &Database{Name: "sbxt_" + id, Role: "sbxt_" + id, Password: randomHex(16), Host: s.host, Port: s.port, Template: tpl}
 	host, _ := os.Hostname()
@@ -316,3 +309,21 @@ func randomHex(n int) string {
 func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func scrub(err error, secret string) string { return strings.ReplaceAll(err.Error(), secret, "***") }
+
+// prepare checks m, makes its template if no process has yet, and
+// defaults o's TTL (an hour; at least a second): what Create and Take
+// both do first.
+func (s *Server) prepare(ctx context.Context, m Migration, o Options) (string, Options, error) {
+	if m.Hash == "" || m.Run == nil {
+		return "", o, errors.New("databases: a migration needs a hash and a run function")
+	}
+	tpl, err := s.template(ctx, m)
+	if err != nil {
+		return "", o, err
+	}
+	if o.TTL <= 0 {
+		o.TTL = time.Hour
+	}
+	o.TTL = max(o.TTL, time.Second)
+	return tpl, o, nil
+}

@@ -2,7 +2,6 @@ package databases
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -155,17 +154,10 @@ func (p *pools) secret() (secret, error) {
 // now; either way it asks the background to refill. Its role's
 // credentials are made here and were never handed out before.
 func (s *Server) Take(ctx context.Context, m Migration, o Options) (*Database, error) {
-	if m.Hash == "" || m.Run == nil {
-		return nil, errors.New("databases: a migration needs a hash and a run function")
-	}
-	tpl, err := s.template(ctx, m)
+	tpl, o, err := s.prepare(ctx, m, o)
 	if err != nil {
 		return nil, err
 	}
-	if o.TTL <= 0 {
-		o.TTL = time.Hour
-	}
-	o.TTL = max(o.TTL, time.Second)
 	sec, err := s.pools.secret()
 	if err != nil {
 		return nil, fmt.Errorf("databases: %w", err)
