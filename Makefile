@@ -53,6 +53,7 @@ bench: images build
 	$(GO) run ./scripts/benchplan -bin $(BIN) -profile 10
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
+	$(GO) run ./scripts/benchtenants -bin $(BIN)
 	$(GO) run ./scripts/benchpool -bin $(BIN)
 	$(GO) test -run '^$$' -bench 'DatabasePerTest$$' -benchtime 1000x .
 	$(GO) test -run '^$$' -bench 'DatabaseDensity$$' -benchtime 1x .

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandboxer/sandboxer/api"
@@ -169,7 +170,12 @@ type DataResult = api.DataResult
 
 // Snapshot saves the instance's data under name (snapshots live beside
 // the state file); an existing name is ErrConflict.
+//
+// A tenant's snapshot names follow the one key rule: "base" is saved
+// as "acme.base", so no tenant restores, overwrites or learns of
+// another's; its snapshots quota counts the names it holds.
 func (s *Sandboxer) Snapshot(ctx context.Context, address, name string) (*DataResult, error) {
+	name = ondemand.TenantKey(TenantOf(ctx), name)
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
 	}
@@ -177,12 +183,62 @@ func (s *Sandboxer) Snapshot(ctx context.Context, address, name string) (*DataRe
 	if err != nil {
 		return nil, classify(err)
 	}
+	unlock, err := s.snapshotQuota(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	return dataResult(s.Data().Snapshot(ctx, address, name))
+}
+
+// snapshotQuotaLock names the lock under which a tenant's snapshots are
+// counted and a new one saved.
+const snapshotQuotaLock = "(tenant snapshots) "
+
+// snapshotQuota holds, for a tenant with a snapshots quota saving a new
+// name, its snapshots lock and checks the names it holds are under the
+// quota (saving over a name it has is no new one); the returned func
+// drops the lock once the save is done.
+func (s *Sandboxer) snapshotQuota(ctx context.Context, name string) (func(), error) {
+	t := TenantOf(ctx)
+	if t == nil || t.Quota.Snapshots <= 0 {
+		return func() {}, nil
+	}
+	timeout := s.opts.LockTimeout
+	if timeout <= 0 {
+		timeout = ondemand.DefaultLockTimeout
+	}
+	unlock, err := s.store.LockInstance(ctx, snapshotQuotaLock+t.Name, "snapshot", timeout)
+	if err != nil {
+		return nil, classify(err)
+	}
+	release := func() { _ = unlock() }
+	all, err := SnapshotStore(s.statePath).List()
+	if err != nil {
+		release()
+		return nil, classify(err)
+	}
+	held := 0
+	for _, m := range all {
+		if m.Name == name {
+			return release, nil
+		}
+		if strings.HasPrefix(m.Name, t.Name+".") {
+			held++
+		}
+	}
+	if held >= t.Quota.Snapshots {
+		release()
+		return nil, &Error{Code: CodeQuotaExceeded,
+			Message: fmt.Sprintf("quota snapshots is %d; %d held: save over one of yours, or ask the operator to remove one", t.Quota.Snapshots, held)}
+	}
+	return release, nil
 }
 
 // Restore replaces the instance's data with snapshot name; a missing
 // snapshot is ErrNotFound.
 func (s *Sandboxer) Restore(ctx context.Context, address, name string) (*DataResult, error) {
+	name = ondemand.TenantKey(TenantOf(ctx), name)
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
 	}
@@ -197,6 +253,7 @@ func (s *Sandboxer) Restore(ctx context.Context, address, name string) (*DataRes
 // empty) when name is "", the fastest way the engine allows.
 func (s *Sandboxer) Reset(ctx context.Context, address, name string) (*DataResult, error) {
 	if name != "" {
+		name = ondemand.TenantKey(TenantOf(ctx), name)
 		if err := checkSnapshotName(name); err != nil {
 			return nil, err
 		}

@@ -5,18 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/databases"
+	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/state"
 )
 
 // DatabaseHostKey is the key of the kept on-demand instance that hosts
 // the per-test databases of a block: every test (in any process) that
 // asks for a database of sandbox.NAME shares sandbox.NAME["sbx-databases"].
+// A tenant's databases have a host of their own, keyed by the one key
+// rule (sandbox.NAME["acme.sbx-databases"]), owned by the tenant and
+// counted in its instances: no tenant's database shares a server with
+// another's, and a drop by name reaches only the caller's host.
 const DatabaseHostKey = "sbx-databases"
+
+// databaseHost is the address of the host instance of block a for the
+// caller of ctx.
+func databaseHost(ctx context.Context, a config.Address) string {
+	return config.Address{Name: a.Name, Key: ondemand.TenantKey(TenantOf(ctx), DatabaseHostKey), HasKey: true}.String()
+}
 
 // DatabaseOptions shape Database.
 type DatabaseOptions struct {
@@ -45,9 +57,6 @@ type DatabaseOptions struct {
 // Env's SANDBOXER_POSTGRES_URL and friends, URL("postgres"). Drop it with
 // DropDatabase (sandboxertest.Database does at t.Cleanup).
 func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOptions) (*Sandbox, error) {
-	if err := noTenantDatabases(ctx); err != nil {
-		return nil, err
-	}
 	srv, host, err := s.databaseServer(ctx, address)
 	if err != nil {
 		return nil, err
@@ -56,8 +65,12 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 	if m.Run == nil {
 		m = databases.SQL(o.SQL...)
 	}
+	unlock, err := s.databaseQuota(ctx)
+	if err != nil {
+		return nil, err
+	}
 	d, err := srv.Take(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote})
-
+	unlock()
 	if err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
 	}
@@ -74,9 +87,6 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 // DropDatabase drops a database Database handed out (name is its
 // SANDBOXER_POSTGRES_DB), with its role; one already gone is fine.
 func (s *Sandboxer) DropDatabase(ctx context.Context, address, name string) error {
-	if err := noTenantDatabases(ctx); err != nil {
-		return err
-	}
 	if name == "" {
 		return &Error{Code: CodeInvalid, Message: "name the database to drop (its SANDBOXER_POSTGRES_DB)"}
 	}
@@ -85,11 +95,11 @@ func (s *Sandboxer) DropDatabase(ctx context.Context, address, name string) erro
 		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("%q: give a sandbox block (sandbox.NAME), not an instance", address)}
 	}
 	// Never provisions: without a host there is nothing to drop.
-	rec, err := s.store.Get(ctx, config.Address{Name: a.Name, Key: DatabaseHostKey, HasKey: true}.String())
+	rec, err := s.store.Get(ctx, databaseHost(ctx, a))
 	if err != nil {
 		return classify(err)
 	}
-	if rec == nil {
+	if rec == nil || !ownedBy(ctx, rec) {
 		return nil
 	}
 	srv, err := s.connectDatabases(ctx, rec)
@@ -112,7 +122,7 @@ func (s *Sandboxer) ReapDatabases(ctx context.Context) (map[string][]string, err
 	var errs []error
 	for addr, rec := range snap.Records {
 		a, err := config.ParseAddress(addr)
-		if err != nil || !a.HasKey || a.Key != DatabaseHostKey {
+		if err != nil || !a.HasKey || (a.Key != DatabaseHostKey && !strings.HasSuffix(a.Key, "."+DatabaseHostKey)) {
 			continue
 		}
 		srv, err := s.connectDatabases(ctx, rec)
@@ -162,8 +172,8 @@ func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databa
 	// A host this process reached before, of the generation state still
 	// records: no broker round (a lock, a probe) per hand-out. A host
 	// replaced since (another generation, or gone) goes through Request.
-	hostAddr := config.Address{Name: a.Name, Key: DatabaseHostKey, HasKey: true}.String()
-	if rec, err := s.store.Get(ctx, hostAddr); err == nil && rec != nil {
+	hostAddr := databaseHost(ctx, a)
+	if rec, err := s.store.Get(ctx, hostAddr); err == nil && rec != nil && ownedBy(ctx, rec) {
 		s.dbs.mu.Lock()
 		srv, ok := s.dbs.servers[fmt.Sprintf("%s#%d", rec.Address, rec.Generation)]
 		s.dbs.mu.Unlock()
@@ -171,7 +181,7 @@ func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databa
 			return srv, rec, nil
 		}
 	}
-	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: DatabaseHostKey, TTL: "30d"})
+	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: DatabaseHostKey, TTL: databaseHostTTL(ctx).String()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -209,13 +219,83 @@ func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (*d
 	return srv, nil
 }
 
-// noTenantDatabases refuses databases per test to tenants: their host
-// instance is the block's, shared, and a drop by name could reach
-// another tenant's database. They stay the operator's until hosts are
-// per tenant.
-func noTenantDatabases(ctx context.Context) error {
-	if TenantOf(ctx) != nil {
-		return &Error{Code: CodeNotAllowed, Message: "databases per test are not offered to tenants yet: request an instance of your own (POST /v1/request)"}
+// databaseHostTTL is the lifetime a host instance is requested with: 30
+// days, or a tenant's max_ttl when shorter (the host then ends by it,
+// and the next Database makes a new one).
+func databaseHostTTL(ctx context.Context) time.Duration {
+	ttl := 30 * 24 * time.Hour
+	if t := TenantOf(ctx); t != nil && t.Quota.MaxTTL > 0 && t.Quota.MaxTTL < ttl {
+		ttl = t.Quota.MaxTTL
 	}
-	return nil
+	return ttl
+}
+
+// ownedBy reports whether the caller of ctx may use rec: the operator
+// every record, a tenant its own.
+func ownedBy(ctx context.Context, rec *state.Record) bool {
+	t := TenantOf(ctx)
+	return t == nil || rec.Owner == t.Name
+}
+
+// databaseQuotaLock names the lock under which a tenant's databases are
+// counted and one handed out: not a sandbox address, so no command
+// contends with it.
+const databaseQuotaLock = "(tenant databases) "
+
+// databaseQuota holds, for a tenant with a databases quota, its
+// databases lock (across every process sharing the state) and checks the
+// databases it holds in all its hosts are under the quota; the returned
+// func drops the lock once the hand-out is done. The operator and
+// tenants without the quota get a no-op.
+func (s *Sandboxer) databaseQuota(ctx context.Context) (func(), error) {
+	t := TenantOf(ctx)
+	if t == nil || t.Quota.Databases <= 0 {
+		return func() {}, nil
+	}
+	timeout := s.opts.LockTimeout
+	if timeout <= 0 {
+		timeout = ondemand.DefaultLockTimeout
+	}
+	unlock, err := s.store.LockInstance(ctx, databaseQuotaLock+t.Name, "database", timeout)
+	if err != nil {
+		return nil, classify(err)
+	}
+	release := func() { _ = unlock() }
+	held, err := s.tenantDatabases(ctx, t)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if held >= t.Quota.Databases {
+		release()
+		return nil, &Error{Code: CodeQuotaExceeded,
+			Message: fmt.Sprintf("quota databases is %d; %d live: drop one (or let its ttl pass) first", t.Quota.Databases, held)}
+	}
+	return release, nil
+}
+
+// tenantDatabases counts the live databases handed out in every host
+// instance the tenant owns.
+func (s *Sandboxer) tenantDatabases(ctx context.Context, t *Tenant) (int, error) {
+	snap, err := s.store.Inspect(ctx)
+	if err != nil {
+		return 0, classify(err)
+	}
+	held := 0
+	for addr, rec := range snap.Records {
+		a, err := config.ParseAddress(addr)
+		if err != nil || rec.Owner != t.Name || a.Key != ondemand.TenantKey(t, DatabaseHostKey) {
+			continue
+		}
+		srv, err := s.connectDatabases(ctx, rec)
+		if err != nil {
+			return 0, err
+		}
+		n, err := srv.Held(ctx)
+		if err != nil {
+			return 0, classify(err)
+		}
+		held += n
+	}
+	return held, nil
 }

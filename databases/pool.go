@@ -212,6 +212,16 @@ func (s *Server) waitBound(ctx context.Context) error {
 	}
 }
 
+// Held is how many databases are handed out and not yet past their
+// lease: not ready in the pool, not being filled.
+func (s *Server) Held(ctx context.Context) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sbx_databases WHERE NOT pooled AND host <> 'pool' AND expires_at > now()`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("databases: count the databases handed out: %w", err)
+	}
+	return n, nil
+}
+
 // count is the host's databases (tpl "") or a template's ready ones.
 func (s *Server) count(ctx context.Context, pool *pgxpool.Pool, tpl string) (int, error) {
 	var n int

@@ -37,6 +37,11 @@ type Event struct {
 	// Owner is the tenant the instance belongs to; empty for the
 	// operator's.
 	Owner string `json:"owner,omitempty"`
+	// ElapsedMS is how long the request took, from its start to this
+	// event, on the events that answer one (reused, provisioned,
+	// replaced, pool_claimed): the latency metrics and the dashboard's
+	// chart read it.
+	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
 }
 
 // Stamp returns a sink that sets Replica on every event to name before

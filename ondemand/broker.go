@@ -82,6 +82,10 @@ type target struct {
 	// owner is the tenant the call is for ("" for the operator); its
 	// name is already folded into addr's key (TenantKey).
 	owner string
+	// start is when the request began (zero for other calls): the
+	// events that answer it (reused, provisioned, replaced, pool_claimed)
+	// carry the time since.
+	start time.Time
 }
 
 func (t target) String() string { return t.addr.String() }
@@ -210,7 +214,17 @@ func (b *Broker) emit(typ events.Type, a config.Address, gen int, reason string)
 
 // emitFor is emit for a target: the event names its owner.
 func (b *Broker) emitFor(typ events.Type, t target, gen int, reason string) {
-	b.emitOwned(typ, t.addr, t.owner, gen, reason)
+	if b.Events == nil {
+		return
+	}
+	e := events.Event{Time: b.now(), Event: typ, Address: t.addr.String(), Key: t.addr.Key, Owner: t.owner, Generation: gen, Reason: reason}
+	switch typ {
+	case events.Reused, events.Provisioned, events.Replaced, events.PoolClaimed:
+		if !t.start.IsZero() {
+			e.ElapsedMS = max(time.Since(t.start).Milliseconds(), 0)
+		}
+	}
+	b.Events.Emit(e)
 }
 
 func (b *Broker) emitOwned(typ events.Type, a config.Address, owner string, gen int, reason string) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -43,10 +44,12 @@ type Request struct {
 // the union, new before old, credentials rotated. It is idempotent, and
 // concurrent calls for one instance make at most one provision.
 func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
 	t, err := b.resolve(ctx, req.Address, req.Key, false)
 	if err != nil {
 		return nil, err
 	}
+	t.start = start
 	in, err := b.desired(t, req)
 	if err != nil {
 		return nil, err

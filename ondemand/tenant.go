@@ -34,8 +34,10 @@ type Quota struct {
 	// MaxTTL is the longest ttl the tenant may ask for (request, extend)
 	// and the longest a block's own ttl may be for it.
 	MaxTTL time.Duration
-	// Databases and Snapshots are not enforced yet (the tenants file
-	// refuses them; tenants get no databases per test at all).
+	// Databases is the most live databases per test the tenant may hold
+	// at once, across its hosts; Snapshots the most snapshot names it may
+	// hold. Both are counted under a per-tenant lock in the state by the
+	// sandboxer package, which hands both out.
 	Databases int
 	Snapshots int
 	// RequestsPerMinute is enforced per process by the HTTP server.

@@ -52,7 +52,7 @@ type tenantTokens struct{ admin, acme, beta, gamma string }
 
 func tenantsFile(tok tenantTokens, withBeta bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tenant \"acme\" {\n  tokens = [%q]\n}\n", tenants.Hash(tok.acme))
+	fmt.Fprintf(&b, "tenant \"acme\" {\n  tokens = [%q]\n  quota {\n    databases = 2\n    snapshots = 1\n  }\n}\n", tenants.Hash(tok.acme))
 	if withBeta {
 		fmt.Fprintf(&b, "tenant \"beta\" {\n  tokens = [%q]\n  blocks = [\"agent\"]\n}\n", tenants.Hash(tok.beta))
 	}
@@ -317,6 +317,95 @@ func TestServeTenantsAcrossReplicas(t *testing.T) {
 		}
 	}
 	t.Logf("MCP session over 3 replicas: %s", time.Since(mstart).Round(time.Millisecond))
+
+	// Databases per test, per tenant: acme's quota of 2 holds, also under
+	// concurrent calls over the replicas; beta's come from a host of its
+	// own, and its drop of acme's database by name reaches nothing.
+	dstart := time.Now()
+	dbAs := func(rep int, token string) (int, api.Sandbox, api.ErrorBody) {
+		t.Helper()
+		status, _, data := call(rep, token, "POST", api.PathDatabases, api.DatabaseBody{Address: "sandbox.agent"})
+		var sbx api.Sandbox
+		var eb api.ErrorBody
+		if status == 200 {
+			_ = json.Unmarshal(data, &sbx)
+		} else {
+			_ = json.Unmarshal(data, &eb)
+		}
+		return status, sbx, eb
+	}
+	dropAs := func(rep int, token, name string) {
+		t.Helper()
+		if s, _, d := call(rep, token, "POST", api.PathDropDatabase, api.DropDatabaseBody{Address: "sandbox.agent", Name: name}); s != 200 {
+			t.Fatalf("drop %s: %d %s", name, s, d)
+		}
+	}
+	var dbs []api.Sandbox
+	for i := range 2 {
+		s, d, eb := dbAs(i, tok.acme)
+		if s != 200 {
+			t.Fatalf("acme's database %d: %d %+v", i, s, eb)
+		}
+		dbs = append(dbs, d)
+	}
+	if s, _, eb := dbAs(2, tok.acme); s != 403 || eb.Code != api.CodeQuotaExceeded || !strings.Contains(eb.Error, "quota databases is 2; 2 live") {
+		t.Errorf("acme's third database: %d %+v, want quota_exceeded", s, eb)
+	}
+	s, bdb, eb := dbAs(0, tok.beta)
+	if s != 200 {
+		t.Fatalf("beta's database: %d %+v", s, eb)
+	}
+	if want := `sandbox.agent["acme.sbx-databases"]`; dbs[0].Address != want || bdb.Address != `sandbox.agent["beta.sbx-databases"]` {
+		t.Errorf("hosts: acme's %s, beta's %s; want one each", dbs[0].Address, bdb.Address)
+	}
+	dropAs(1, tok.beta, dbs[0].Env["SANDBOXER_POSTGRES_DB"])
+	if got := psql(t, dbs[0].Env["SANDBOXER_POSTGRES_URL"], "SELECT 1"); got != "1" {
+		t.Errorf("acme's database after beta dropped its name: %q", got)
+	}
+	dropAs(2, tok.acme, dbs[0].Env["SANDBOXER_POSTGRES_DB"])
+	dropAs(0, tok.acme, dbs[1].Env["SANDBOXER_POSTGRES_DB"])
+	made.Store(0)
+	refused.Store(0)
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch s, _, eb := dbAs(i, tok.acme); {
+			case s == 200:
+				made.Add(1)
+			case eb.Code == api.CodeQuotaExceeded:
+				refused.Add(1)
+			default:
+				t.Errorf("acme's concurrent database %d: %d %+v", i, s, eb)
+			}
+		}()
+	}
+	wg.Wait()
+	if made.Load() != 2 || refused.Load() != 4 {
+		t.Errorf("quota 2, 6 concurrent databases: %d made, %d refused; want 2, 4", made.Load(), refused.Load())
+	}
+	t.Logf("databases per tenant: %s", time.Since(dstart).Round(time.Second))
+
+	// Snapshot names per tenant: acme's "base" is acme.base; its quota of
+	// 1 holds; beta finds neither "base" nor "acme.base".
+	status, _, data = call(0, tok.acme, "POST", api.PathSnapshot, api.DataBody{Address: a.Address, Snapshot: "base"})
+	var dr api.DataResult
+	if _ = json.Unmarshal(data, &dr); status != 200 || dr.Snapshot != "acme.base" {
+		t.Errorf("acme's snapshot: %d %s, want acme.base", status, data)
+	}
+	status, _, data = call(1, tok.acme, "POST", api.PathSnapshot, api.DataBody{Address: a.Address, Snapshot: "second"})
+	if status != 403 || !strings.Contains(string(data), "quota snapshots is 1; 1 held") {
+		t.Errorf("acme's second snapshot: %d %s, want quota_exceeded", status, data)
+	}
+	for _, name := range []string{"base", "acme.base"} {
+		status, _, data = call(2, tok.beta, "POST", api.PathRestore, api.DataBody{Address: b.Address, Snapshot: name})
+		if status != 404 || !strings.Contains(string(data), `"not_found"`) {
+			t.Errorf("beta restoring %q: %d %s, want 404 not_found", name, status, data)
+		}
+	}
+	if status, _, data = call(0, tok.acme, "POST", api.PathRestore, api.DataBody{Address: a.Address, Snapshot: "base"}); status != 200 {
+		t.Errorf("acme restoring its base: %d %s", status, data)
+	}
 
 	// beta's token leaves the file: refused by every replica after the
 	// reload; the others still pass.

@@ -19,6 +19,8 @@ tenant "acme" {
     instances           = 5    # live instances at once, across replicas
     max_ttl             = "4h" # the longest ttl it may ask for or extend to
     requests_per_minute = 600  # per serve process
+    databases           = 20   # live databases per test (POST /v1/databases)
+    snapshots           = 10   # snapshot names it holds
   }
 }
 

@@ -16,7 +16,7 @@ import (
 
 type requestIn struct {
 	Address    string              `json:"address" jsonschema:"the on-demand sandbox block, e.g. sandbox.agent (or sandbox.agent[\"KEY\"])"`
-	Key        string              `json:"key,omitempty" jsonschema:"names the instance; default: one key per MCP session"`
+	Key        string              `json:"key,omitempty" jsonschema:"names the instance; required over HTTP (stateless: no session to name it after); over stdio default: one key per session"`
 	Extensions map[string][]string `json:"extensions,omitempty" jsonschema:"extra features for this call, service to features, e.g. {\"postgres\": [\"vector\"]}"`
 	Profile    string              `json:"profile,omitempty" jsonschema:"a profile of the block's project (its services and extensions)"`
 	TTL        string              `json:"ttl,omitempty" jsonschema:"lifetime from now, e.g. 30m, 4h, 2d (at most 30d)"`
@@ -28,24 +28,24 @@ type requestIn struct {
 
 type addressIn struct {
 	Address string `json:"address" jsonschema:"the on-demand sandbox block, e.g. sandbox.agent"`
-	Key     string `json:"key,omitempty" jsonschema:"the instance key; default: this session's"`
+	Key     string `json:"key,omitempty" jsonschema:"the instance key; required over HTTP; over stdio default: this session's"`
 }
 
 type extendIn struct {
 	Address string `json:"address" jsonschema:"the on-demand sandbox block, e.g. sandbox.agent"`
-	Key     string `json:"key,omitempty" jsonschema:"the instance key; default: this session's"`
+	Key     string `json:"key,omitempty" jsonschema:"the instance key; required over HTTP; over stdio default: this session's"`
 	TTL     string `json:"ttl" jsonschema:"new lifetime from now, e.g. 2h"`
 }
 
 type snapshotIn struct {
 	Address string `json:"address" jsonschema:"the sandbox, e.g. sandbox.agent"`
-	Key     string `json:"key,omitempty" jsonschema:"the instance key; default: this session's"`
+	Key     string `json:"key,omitempty" jsonschema:"the instance key; required over HTTP; over stdio default: this session's"`
 	Name    string `json:"name" jsonschema:"the snapshot's name"`
 }
 
 type resetIn struct {
 	Address  string `json:"address" jsonschema:"the sandbox, e.g. sandbox.agent"`
-	Key      string `json:"key,omitempty" jsonschema:"the instance key; default: this session's"`
+	Key      string `json:"key,omitempty" jsonschema:"the instance key; required over HTTP; over stdio default: this session's"`
 	Snapshot string `json:"snapshot,omitempty" jsonschema:"the snapshot to reset to; default: the sandbox's seed, or empty"`
 }
 
@@ -59,7 +59,8 @@ type releaseOut struct {
 func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "request_sandbox", Description: "Get a ready sandbox (PostgreSQL and/or Redis) with fresh credentials: " +
 		"reused when the cached instance covers what is asked, else provisioned. The result's env holds ready-to-export variables " +
-		"(URL, host, port, user, password per service) and available_extensions what this instance's images can enable."}, s.request)
+		"(URL, host, port, user, password per service) and available_extensions what this instance's images can enable. " +
+		"Over HTTP the instance lives by its ttl, not the connection: call extend_sandbox as a heartbeat while the work goes on, release_sandbox at its end."}, s.request)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "release_sandbox", Description: "Tear an instance down when the work ends."}, s.release)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "extend_sandbox", Description: "Push an instance's expiry to now + ttl."}, s.extend)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sandboxes", Description: "List the on-demand instances, without credentials."}, s.list)

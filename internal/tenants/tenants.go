@@ -200,17 +200,8 @@ func decodeQuota(b *hcl.Block, q *sandboxer.Quota) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
-	// databases and snapshots are refused, not ignored: a bound that
-	// is written down but not kept would mislead. Tenants get no
-	// databases per test at all yet (not_allowed).
-	for _, name := range []string{"databases", "snapshots"} {
-		if a, ok := content.Attributes[name]; ok {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Quota not enforced yet",
-				Detail:  fmt.Sprintf("%s is not enforced by this version; remove it (tenants get no databases per test, and snapshots are not counted yet)", name),
-				Subject: a.NameRange.Ptr()})
-		}
-	}
-	ints := map[string]*int{"instances": &q.Instances, "requests_per_minute": &q.RequestsPerMinute}
+	ints := map[string]*int{"instances": &q.Instances, "requests_per_minute": &q.RequestsPerMinute,
+		"databases": &q.Databases, "snapshots": &q.Snapshots}
 	for name, dst := range ints {
 		a, ok := content.Attributes[name]
 		if !ok {

@@ -41,7 +41,8 @@ func TestExampleLoads(t *testing.T) {
 		t.Error("an unknown token finds a tenant")
 	}
 	acme := set.Lookup(sha256.Sum256([]byte("acme-example-token-1")))
-	if acme.Quota.Instances != 5 || acme.Quota.MaxTTL != 4*time.Hour || acme.Quota.RequestsPerMinute != 600 || len(acme.Blocks) != 2 {
+	if acme.Quota.Instances != 5 || acme.Quota.MaxTTL != 4*time.Hour || acme.Quota.RequestsPerMinute != 600 ||
+		acme.Quota.Databases != 20 || acme.Quota.Snapshots != 10 || len(acme.Blocks) != 2 {
 		t.Errorf("acme: %+v", acme)
 	}
 }
@@ -66,8 +67,8 @@ func TestBadFiles(t *testing.T) {
 			"x.hcl:4:15: Invalid quota"},
 		"bad name": {"tenant \"A.b\" {\n  tokens = [\"" + h + "\"]\n}\n",
 			"x.hcl:1:8: Invalid tenant name"},
-		"unenforced quota": {"tenant \"a\" {\n  tokens = [\"" + h + "\"]\n  quota {\n    snapshots = 3\n  }\n}\n",
-			"x.hcl:4:5: Quota not enforced yet"},
+		"bad snapshots quota": {"tenant \"a\" {\n  tokens = [\"" + h + "\"]\n  quota {\n    snapshots = 1.5\n  }\n}\n",
+			"x.hcl:4:17: Invalid quota"},
 		"no tokens": {"tenant \"a\" {\n  tokens = []\n}\n",
 			"x.hcl:2:3: No tokens"},
 	} {
