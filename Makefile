@@ -9,13 +9,25 @@ SCALE_N  ?= 200
 STATE_FUZZTIME ?= 10s
 BIN      := bin/sandboxer
 
-.PHONY: build images test-images test vet unit benchcheck fuzz bench bench-kube run clean kube kube-down kube-smoke kube-cycle
+.PHONY: build image helm images test-images test vet unit benchcheck fuzz bench bench-kube run clean kube kube-down kube-smoke kube-cycle
 
 # sandboxer and, beside it, sandboxer-kubernetes: the kubernetes runtime
 # runs in a program of its own (internal/plugin). Static (no cgo): nothing
 # needs libc, and loading it cost every command about 1 ms and 4 MiB.
 build:
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN)) ./cmd/sandboxer ./cmd/sandboxer-kubernetes
+
+# The image of sandboxer itself, sandboxer.local/sandboxer:VERSION: the
+# two static programs of `make build` on an empty base (no shell), run as
+# uid 65532 (images/sandboxer). Cheap: the binaries are built anyway, and
+# an unchanged build leaves the image as it was.
+image: build
+	bash images/sandboxer/build.sh $(dir $(BIN))
+
+# helm, for deploy/helm's chart and its test: built from the Go module
+# proxy into .kube/bin/helm (scripts/helm); skipped when it is there.
+helm:
+	@bash scripts/helm/build.sh
 
 # Local images built from Debian packages (no registry here); existing
 # ones are kept, FORCE=1 rebuilds.
@@ -46,7 +58,7 @@ fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzFastParseGenerated -fuzztime $(FUZZTIME)
 	$(GO) test ./state -run '^$$' -fuzz FuzzStateFile -fuzztime $(STATE_FUZZTIME)
 
-test: test-images vet unit benchcheck fuzz
+test: test-images image helm vet unit benchcheck fuzz
 
 bench: images build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state ./state/pgstate
