@@ -1,0 +1,161 @@
+package image
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sandboxer/sandboxer/internal/testenv"
+)
+
+// imageEnv names the image to check; the default is the one make image
+// builds for this source's version.
+const imageEnv = "SANDBOXER_TEST_IMAGE"
+
+// TestImage checks the image make image built: it prints this source's
+// version, runs as a non-root user, with a read-only root and no
+// capabilities (as the chart runs it), and holds both programs, the CA
+// bundle and no shell.
+func TestImage(t *testing.T) {
+	testenv.RequireDocker(t)
+	version := sourceVersion(t)
+	ref := os.Getenv(imageEnv)
+	if ref == "" {
+		ref = "sandboxer.local/sandboxer:" + version
+	}
+	if _, err := docker("image", "inspect", ref); err != nil {
+		if testenv.Required() {
+			t.Fatalf("no image %s (make image builds it), and %s=1 requires one: %v", ref, testenv.RequireEnv, err)
+		}
+		t.Skipf("no image %s (make image builds it; %s names another)", ref, imageEnv)
+	}
+
+	user, err := docker("image", "inspect", "--format", "{{.Config.User}}", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, _, _ := strings.Cut(strings.TrimSpace(user), ":"); uid == "" || uid == "0" || uid == "root" {
+		t.Errorf("the image runs as %q, want a non-root uid", user)
+	} else if n, err := strconv.Atoi(uid); err != nil || n != 65532 {
+		t.Errorf("the image's user is %q, want the numeric uid 65532 (runAsNonRoot needs a number)", user)
+	}
+
+	out, err := docker("run", "--rm", "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--network", "none", ref, "version")
+	if err != nil {
+		t.Fatalf("docker run %s version: %v", ref, err)
+	}
+	if want := "sandboxer v" + version + "\n"; out != want {
+		t.Errorf("docker run %s version = %q, want %q", ref, out, want)
+	}
+	out, err = docker("run", "--rm", "--network", "none", "--entrypoint", "/usr/local/bin/sandboxer", ref, "version")
+	if err != nil || !strings.HasPrefix(out, "sandboxer v") {
+		t.Errorf("the program at /usr/local/bin/sandboxer: %q, %v", out, err)
+	}
+
+	files := imageFiles(t, ref)
+	for _, want := range []string{"usr/local/bin/sandboxer", "usr/local/bin/sandboxer-kubernetes"} {
+		if mode, ok := files[want]; !ok || mode&0o111 == 0 {
+			t.Errorf("%s is missing or not executable (mode %v)", want, mode)
+		}
+	}
+	for _, want := range []string{"etc/ssl/certs/ca-certificates.crt", "etc/passwd", "etc/group"} {
+		if _, ok := files[want]; !ok {
+			t.Errorf("%s is missing", want)
+		}
+	}
+	for name := range files {
+		switch path.Base(name) {
+		case "sh", "bash", "dash", "ash", "busybox":
+			t.Errorf("the image has a shell: /%s", name)
+		}
+	}
+}
+
+// imageFiles lists the files of a container of ref (not started) with
+// their modes; the container is removed on the way out.
+func imageFiles(t *testing.T, ref string) map[string]os.FileMode {
+	t.Helper()
+	name := fmt.Sprintf("sandboxer-image-test-%d", os.Getpid())
+	if _, err := docker("create", "--name", name, ref); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = docker("rm", "-f", name) })
+	cmd := exec.Command("docker", "export", name)
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]os.FileMode{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("docker export %s: %v", name, err)
+		}
+		files[strings.TrimPrefix(path.Clean(h.Name), "/")] = h.FileInfo().Mode()
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("docker export %s: %v", name, err)
+	}
+	return files
+}
+
+func docker(args ...string) (string, error) {
+	cmd := exec.Command("docker", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+// sourceVersion is the Version constant of the CLI in this source tree
+// (the image's version must be it; the CLI's package is internal to
+// cmd/sandboxer, so it is read from its file).
+func sourceVersion(t *testing.T) string {
+	t.Helper()
+	file := filepath.Join("..", "..", "cmd", "sandboxer", "internal", "cli", "factory.go")
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if n.Name == "Version" && i < len(vs.Values) {
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok {
+						if v, err := strconv.Unquote(lit.Value); err == nil {
+							return v
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no const Version in %s", file)
+	return ""
+}
