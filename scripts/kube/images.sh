@@ -3,9 +3,10 @@
 # there is no registry to pull from:
 #   - localhost/pause:3.10, the pod sandbox image, an image archive written
 #     here around the static pause program build.sh made;
-#   - the project's local images (images/build.sh and its variants, named
-#     sandboxer.local/...), under the same names as in Docker, via
-#     `docker save`. Pods use them with imagePullPolicy Never.
+#   - the project's local images (images/build.sh and its variants, and
+#     sandboxer's own of make image, all named sandboxer.local/...), under
+#     the same names as in Docker, via `docker save`. Pods use them with
+#     imagePullPolicy Never or IfNotPresent.
 # The cluster's image store (.kube/containerd) outlives `make kube-down`,
 # and an image whose Docker id was imported before is skipped, so only the
 # first start pays for the copy (~45 s for the 2 GB of the image matrix)

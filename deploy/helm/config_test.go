@@ -1,0 +1,30 @@
+package helm
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sandboxer/sandboxer/config"
+)
+
+// The configuration the chart installs when config.files is empty loads
+// (no helm needed): a fresh install starts.
+func TestChartDefaultConfigurationLoads(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(chartDir, "files", "main.sbx.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := config.LoadSources(t.TempDir(), map[string][]byte{"main.sbx.hcl": src}, config.Input{Environ: []string{}}, config.DefaultCatalog())
+	if diags.HasErrors() {
+		t.Fatalf("files/main.sbx.hcl does not load: %s", diags.Error())
+	}
+	if len(cfg.Sandboxes) == 0 {
+		t.Fatal("files/main.sbx.hcl declares no sandbox")
+	}
+	for name, sb := range cfg.Sandboxes {
+		if !sb.OnDemand {
+			t.Errorf("sandbox %s is not on demand: serve's default configuration is for agents' requests", name)
+		}
+	}
+}
