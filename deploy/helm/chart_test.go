@@ -175,8 +175,8 @@ rbac: {nodeImages: false, tokenReview: false}
 func TestChartRefuses(t *testing.T) {
 	bin := helmBinary(t)
 	for name, tc := range map[string]struct{ values, want string }{
-		"an existing ConfigMap, no keys": {"config: {existingConfigMap: ops}", "needs config.files to name the keys"},
-		"both PDB bounds":                {"podDisruptionBudget: {maxUnavailable: 1, minAvailable: 1}", "not both"},
+		"an existing ConfigMap without keys": {"config: {existingConfigMap: ops}", "needs config.files to name the keys"},
+		"both PDB bounds":                    {"podDisruptionBudget: {maxUnavailable: 1, minAvailable: 1}", "not both"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := t.TempDir() + "/values.yaml"

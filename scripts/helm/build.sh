@@ -5,12 +5,12 @@
 # and was built from the same inputs (.kube/bin/.stamp-helm).
 #
 # Its own small module, beside the cluster's (scripts/kube/build.sh), with
-# the Kubernetes libraries pinned to the cluster build's STAGING_VERSION:
-# helm v3.19 is the last v3 release on v0.34 (v3.20 moved to v0.35), so
-# the packages both builds share (client-go, apimachinery, api, ...) come
-# from the Go build cache when the cluster was built first, and the
-# same flags (-trimpath, cgo as the toolchain defaults) keep their cache
-# keys equal.
+# the Kubernetes libraries pinned to the cluster build's STAGING_VERSION
+# (helm v3.19 is the last v3 release on v0.34; v3.20 moved to v0.35) and
+# the modules both use at the cluster build's versions, so the packages
+# they share (client-go, apimachinery, api, grpc, ...) come from the Go
+# build cache when the cluster was built first; the same flags (-trimpath,
+# cgo as the toolchain defaults, no tags) keep their cache keys equal.
 #
 #   scripts/helm/build.sh          (make helm)
 set -euo pipefail
@@ -40,6 +40,52 @@ require (
 	k8s.io/client-go $STAGING_VERSION
 	k8s.io/component-base $STAGING_VERSION
 	k8s.io/kubectl $STAGING_VERSION
+)
+
+// The cluster build's versions of the modules both builds use where helm
+// asks for older ones: a package's cache key covers its dependencies', so
+// one older golang.org/x/sys or protobuf would make every Kubernetes
+// package compile again. (Where helm asks for newer ones, e.g. spf13/pflag,
+// those packages and what imports them compile here: go.mod cannot go
+// lower than a dependency requires.) From go list -m all of both modules.
+require (
+	github.com/containerd/errdefs v1.0.0
+	github.com/cpuguy83/go-md2man/v2 v2.0.7
+	github.com/go-logr/logr v1.4.3
+	github.com/golang-jwt/jwt/v5 v5.3.0
+	github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
+	github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.1
+	github.com/miekg/dns v1.1.68
+	github.com/onsi/ginkgo/v2 v2.25.0
+	github.com/onsi/gomega v1.38.0
+	github.com/prometheus/client_golang v1.23.0
+	github.com/prometheus/client_model v0.6.2
+	github.com/prometheus/common v0.67.4
+	github.com/prometheus/procfs v0.16.1
+	github.com/rogpeppe/go-internal v1.14.1
+	go.etcd.io/etcd/api/v3 v3.6.6
+	go.etcd.io/etcd/client/pkg/v3 v3.6.6
+	go.etcd.io/etcd/client/v3 v3.6.6
+	go.opentelemetry.io/auto/sdk v1.2.1
+	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.61.0
+	go.opentelemetry.io/otel v1.38.0
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.37.0
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.37.0
+	go.opentelemetry.io/otel/log v0.13.0
+	go.opentelemetry.io/otel/metric v1.38.0
+	go.opentelemetry.io/otel/sdk v1.38.0
+	go.opentelemetry.io/otel/sdk/metric v1.38.0
+	go.opentelemetry.io/otel/trace v1.38.0
+	go.opentelemetry.io/proto/otlp v1.7.0
+	go.yaml.in/yaml/v2 v2.4.3
+	golang.org/x/exp v0.0.0-20250408133849-7e4ce0ab07d0
+	golang.org/x/oauth2 v0.33.0
+	golang.org/x/sys v0.39.0
+	golang.org/x/time v0.14.0
+	google.golang.org/genproto/googleapis/api v0.0.0-20251022142026-3a174f9686a8
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20251124214823-79d6a2a48846
+	google.golang.org/grpc v1.77.0
+	google.golang.org/protobuf v1.36.10
 )"
 # helm's own Makefile sets these: its version, and the Kubernetes version
 # lint and the capabilities of `helm template` assume (1.<minor>).
