@@ -51,10 +51,17 @@ cp "$HERE/Dockerfile" "$ctx/Dockerfile"
 
 old=$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 t0=$SECONDS
-docker build -q \
+# Quiet (the classic builder warns that it is deprecated on every run);
+# its output is shown when it fails.
+if ! docker build \
   --label "org.opencontainers.image.title=sandboxer" \
   --label "org.opencontainers.image.version=$version" \
-  -t "$IMAGE" "$ctx" >/dev/null
+  -t "$IMAGE" "$ctx" >"$ctx.log" 2>&1; then
+  cat "$ctx.log" >&2
+  rm -f "$ctx.log"
+  die "docker build of $IMAGE failed"
+fi
+rm -f "$ctx.log"
 if [ -n "$old" ] && [ "$(docker image inspect -f '{{len .RepoTags}}' "$old" 2>/dev/null)" = 0 ]; then
   docker rmi "$old" >/dev/null 2>&1 || true
 fi

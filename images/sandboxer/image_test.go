@@ -45,18 +45,16 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if uid, _, _ := strings.Cut(strings.TrimSpace(user), ":"); uid == "" || uid == "0" || uid == "root" {
+	user = strings.TrimSpace(user)
+	if uid, _, _ := strings.Cut(user, ":"); uid == "" || uid == "0" || uid == "root" {
 		t.Errorf("the image runs as %q, want a non-root uid", user)
 	} else if n, err := strconv.Atoi(uid); err != nil || n != 65532 {
 		t.Errorf("the image's user is %q, want the numeric uid 65532 (runAsNonRoot needs a number)", user)
 	}
 
 	out, err := docker("run", "--rm", "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--network", "none", ref, "version")
-	if err != nil {
-		t.Fatalf("docker run %s version: %v", ref, err)
-	}
-	if want := "sandboxer v" + version + "\n"; out != want {
-		t.Errorf("docker run %s version = %q, want %q", ref, out, want)
+	if want := "sandboxer v" + version + "\n"; err != nil || out != want {
+		t.Errorf("docker run %s version = %q, %v; want %q", ref, out, err, want)
 	}
 	out, err = docker("run", "--rm", "--network", "none", "--entrypoint", "/usr/local/bin/sandboxer", ref, "version")
 	if err != nil || !strings.HasPrefix(out, "sandboxer v") {
