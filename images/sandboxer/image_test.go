@@ -4,14 +4,10 @@ import (
 	"archive/tar"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"os"
 	"os/exec"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,7 +25,7 @@ const imageEnv = "SANDBOXER_TEST_IMAGE"
 // bundle and no shell.
 func TestImage(t *testing.T) {
 	testenv.RequireDocker(t)
-	version := sourceVersion(t)
+	version := testenv.SourceVersion(t)
 	ref := os.Getenv(imageEnv)
 	if ref == "" {
 		ref = "sandboxer.local/sandboxer:" + version
@@ -124,36 +120,4 @@ func docker(args ...string) (string, error) {
 		return string(out), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
-}
-
-// sourceVersion is the Version constant of the CLI in this source tree
-// (the image's version must be it; the CLI's package is internal to
-// cmd/sandboxer, so it is read from its file).
-func sourceVersion(t *testing.T) string {
-	t.Helper()
-	file := filepath.Join("..", "..", "cmd", "sandboxer", "internal", "cli", "factory.go")
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, s := range g.Specs {
-			vs := s.(*ast.ValueSpec)
-			for i, n := range vs.Names {
-				if n.Name == "Version" && i < len(vs.Values) {
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok {
-						if v, err := strconv.Unquote(lit.Value); err == nil {
-							return v
-						}
-					}
-				}
-			}
-		}
-	}
-	t.Fatalf("no const Version in %s", file)
-	return ""
 }
