@@ -207,20 +207,20 @@ func TestDashboardInBrowser(t *testing.T) {
 	browserStart := time.Now()
 	login := func(tab context.Context, token string) {
 		t.Helper()
-		if err := chromedp.Run(tab,
+		if err := chromedp.Do(tab,
 			chromedp.Navigate(base+"/"),
-			chromedp.WaitVisible("#token", chromedp.ByQuery),
-			chromedp.SendKeys("#token", token, chromedp.ByQuery),
-			chromedp.Click("#signin", chromedp.ByQuery),
-			chromedp.WaitVisible("#board", chromedp.ByQuery),
+			chromedp.WaitVisible(chromedp.ID("token")),
+			chromedp.SendKeys(chromedp.ID("token"), token),
+			chromedp.Click(chromedp.ID("signin")),
+			chromedp.WaitVisible(chromedp.ID("board")),
 		); err != nil {
 			t.Fatalf("log in: %v", err)
 		}
 	}
 	read := func(tab context.Context) pageState {
 		t.Helper()
-		var p pageState
-		if err := chromedp.Run(tab, chromedp.Evaluate(readPage, &p)); err != nil {
+		p, err := chromedp.Run(tab, chromedp.Evaluate[pageState](readPage))
+		if err != nil {
 			t.Fatalf("read the page: %v", err)
 		}
 		return p
