@@ -24,10 +24,43 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
+// A block for tenants, and a pool of one whose claims the chart shows.
+const dashboardConfig = `
+provider "docker" {
+  image "postgres" { ref = "sandboxer.local/postgres:17" }
+  image "redis"    { ref = "sandboxer.local/redis:7" }
+}
+
+project "agents" {
+  services = ["postgres"]
+}
+
+project "cache" {
+  services = ["redis"]
+}
+
+sandbox "agent" {
+  project   = project.agents
+  on_demand = true
+  ttl       = "10m"
+}
+
+sandbox "pooled" {
+  project   = project.cache
+  on_demand = true
+  ttl       = "10m"
+  pool {
+    size = 1
+  }
+}
+`
+
 // pageState is what the dashboard shows, read from the page's DOM.
 type pageState struct {
-	Viewer string `json:"viewer"`
-	Rows   []struct {
+	Viewer  string   `json:"viewer"`
+	Pools   []string `json:"pools"`
+	Latency string   `json:"latency"`
+	Rows    []struct {
 		Address string `json:"address"`
 		Owner   string `json:"owner"`
 		Runtime string `json:"runtime"`
@@ -43,6 +76,8 @@ type pageState struct {
 
 const readPage = `(() => ({
   viewer: document.getElementById("viewer").textContent,
+  pools: [...document.querySelectorAll("#pools tbody tr")].map((r) => r.textContent),
+  latency: document.getElementById("latency-summary").textContent,
   rows: [...document.querySelectorAll("#instances tbody tr")].map((r) => ({
     address: r.dataset.address,
     owner: r.querySelector(".owner").textContent,
@@ -87,16 +122,17 @@ func ttlSeconds(s string) (int, bool) {
 
 // The dashboard in a real headless Chromium against a real serve on the
 // engine, with a tenants file: the operator's tab shows acme's and
-// beta's instances (owner, runtime, a TTL counting down), acme's tab
-// only acme's; releasing acme's instance through the API takes its row
-// away and shows a released event; neither page nor feed ever holds a
-// password, a token or a token's hash.
+// beta's instances (owner, runtime, a TTL counting down), the pool's
+// level and acme's claim from it in the chart; acme's tab only acme's
+// instances, no pool; releasing acme's instance through the API takes
+// its row away and shows a released event; neither page nor feed ever
+// holds a password, a token or a token's hash.
 func TestDashboardInBrowser(t *testing.T) {
 	testenv.RequireDocker(t)
 	browser := testenv.Browser(t)
 	start := time.Now()
 	dir := t.TempDir()
-	writeConfig(t, dir, tenantsConfig)
+	writeConfig(t, dir, dashboardConfig)
 	cleanupLineage(t, dir)
 	tok := tenantTokens{admin: "adm-" + state.NewLineage(), acme: "acme-" + state.NewLineage(),
 		beta: "beta-" + state.NewLineage(), gamma: "gamma-" + state.NewLineage()}
@@ -141,9 +177,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		data, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, data, err
 	}
-	request := func(token, key string) (api.Sandbox, error) {
+	request := func(token, address, key string) (api.Sandbox, error) {
 		var sbx api.Sandbox
-		status, data, err := call(token, "POST", api.PathRequest, api.RequestBody{Address: "sandbox.agent", Key: key})
+		status, data, err := call(token, "POST", api.PathRequest, api.RequestBody{Address: address, Key: key})
 		if err == nil && status != 200 {
 			err = fmt.Errorf("request %s: %d %s", key, status, data)
 		}
@@ -157,17 +193,33 @@ func TestDashboardInBrowser(t *testing.T) {
 	var a, b api.Sandbox
 	var errA, errB error
 	var wg sync.WaitGroup
-	wg.Go(func() { a, errA = request(tok.acme, "dash") })
-	wg.Go(func() { b, errB = request(tok.beta, "dash") })
+	wg.Go(func() { a, errA = request(tok.acme, "sandbox.agent", "dash") })
+	wg.Go(func() { b, errB = request(tok.beta, "sandbox.agent", "dash") })
 	wg.Wait()
 	if errA != nil || errB != nil {
 		t.Fatalf("requests: %v; %v", errA, errB)
 	}
-	t.Logf("two instances after %s", time.Since(start).Round(time.Millisecond))
+	// Once serve has filled the pool, acme claims its member.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, data, err := call(tok.admin, "GET", "/v1/dashboard", nil)
+		if err == nil && bytes.Contains(data, []byte(`"ready": 1`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool was not filled within a minute: %s %v", data, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	warm, err := request(tok.acme, "sandbox.pooled", "warm")
+	if err != nil || !warm.FromPool {
+		t.Fatalf("acme's claim: %+v %v", warm, err)
+	}
+	t.Logf("three instances, one claimed, after %s", time.Since(start).Round(time.Millisecond))
 	// What must never be shown.
 	secrets := map[string]string{"the operator's token": tok.admin, "acme's token": tok.acme, "beta's token": tok.beta,
 		"acme's token hash": strings.TrimPrefix(tenants.Hash(tok.acme), "sha256:"), "the operator's token hash": strings.TrimPrefix(tenants.Hash(tok.admin), "sha256:")}
-	for _, sbx := range []api.Sandbox{a, b} {
+	for _, sbx := range []api.Sandbox{a, b, warm} {
 		for k, v := range sbx.Env {
 			if strings.HasSuffix(k, "_PASSWORD") || strings.HasSuffix(k, "_URL") {
 				secrets[sbx.Address+" "+k] = v
@@ -259,6 +311,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.Contains(p.Viewer, "operator") {
 		t.Errorf("viewer %q", p.Viewer)
 	}
+	// The pool's level (refilling or refilled) and the claim in the chart.
+	waitPage(operator, "the pool and the claim", func(p pageState) bool {
+		return len(p.Pools) == 1 && strings.HasPrefix(p.Pools[0], "sandbox.pooled") && strings.Contains(p.Latency, "claim: 1,")
+	})
 	// The TTL counts down between polls.
 	waitPage(operator, "the TTL counting down", func(p pageState) bool {
 		i, ok := p.row(a.Address)
@@ -270,9 +326,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	acme, closeAcme := chromedp.NewContext(operator)
 	defer closeAcme()
 	login(acme, tok.acme)
-	p = waitPage(acme, "acme's instance", func(p pageState) bool { _, ok := p.row(a.Address); return ok })
-	if len(p.Rows) != 1 || p.Viewer != "tenant acme" || strings.Contains(p.HTML, b.Address) || strings.Contains(p.HTML, "beta") {
+	p = waitPage(acme, "acme's instances", func(p pageState) bool {
+		_, okA := p.row(a.Address)
+		_, okW := p.row(warm.Address)
+		return okA && okW
+	})
+	if len(p.Rows) != 2 || p.Viewer != "tenant acme" || strings.Contains(p.HTML, b.Address) || strings.Contains(p.HTML, "beta") {
 		t.Errorf("acme's view: viewer %q, rows %+v; beta's instance must not show", p.Viewer, p.Rows)
+	}
+	if len(p.Pools) != 0 || !strings.Contains(p.Latency, "claim: 1,") || !strings.Contains(p.Latency, "cold start: 1,") {
+		t.Errorf("acme's view: pools %q, latency %q; want no pool, its own claim and cold start", p.Pools, p.Latency)
 	}
 
 	// Released through the API: the row goes, a released event shows.
@@ -302,11 +365,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		if who.name == "beta" && (bytes.Contains(data, []byte(a.Address)) || bytes.Contains(data, []byte("acme"))) {
 			t.Errorf("beta's feed names acme's instance: %s", data)
 		}
+		if who.name != "operator" && bytes.Contains(data, []byte(`"pools"`)) {
+			t.Errorf("%s's feed has the pools: %s", who.name, data)
+		}
 	}
 	noSecrets("serve's log", logs.String())
 
-	if status, _, err := call(tok.admin, "POST", api.PathRelease, api.ReleaseBody{Address: b.Address}); err != nil || status != 200 {
-		t.Errorf("release beta's: %d %v", status, err)
+	for _, addr := range []string{b.Address, warm.Address} {
+		if status, _, err := call(tok.admin, "POST", api.PathRelease, api.ReleaseBody{Address: addr}); err != nil || status != 200 {
+			t.Errorf("release %s: %d %v", addr, status, err)
+		}
 	}
 	t.Logf("done after %s", time.Since(start).Round(time.Millisecond))
 }

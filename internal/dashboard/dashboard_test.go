@@ -196,7 +196,7 @@ func TestRecorderBounded(t *testing.T) {
 // them is fetched from anywhere but this server.
 func TestPageIsSelfContained(t *testing.T) {
 	h := Page()
-	for _, path := range []string{PathPage, PathScript, PathStyle} {
+	for _, path := range []string{PathPage, PathScript, PathStyle, PathIcon} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
 		if w.Code != 200 || !strings.Contains(w.Header().Get("Content-Security-Policy"), "default-src 'none'") ||

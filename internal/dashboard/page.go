@@ -10,15 +10,16 @@ import (
 
 // The page: an HTML shell, its script and its style, all in the binary.
 //
-//go:embed web/index.html web/app.js web/app.css
+//go:embed web/index.html web/app.js web/app.css web/icon.svg
 var web embed.FS
 
-// The routes of the page: the shell at / and its two assets. None
+// The routes of the page: the shell at / and its assets. None
 // carries data, so none needs a token; the data comes from PathFeed.
 const (
 	PathPage   = "/"
 	PathScript = "/dashboard/app.js"
 	PathStyle  = "/dashboard/app.css"
+	PathIcon   = "/dashboard/icon.svg"
 )
 
 // csp lets the page load only its own script and style and talk only to
@@ -35,10 +36,12 @@ var assets = map[string]asset{
 	PathPage:   {"web/index.html", "text/html; charset=utf-8"},
 	PathScript: {"web/app.js", "text/javascript; charset=utf-8"},
 	PathStyle:  {"web/app.css", "text/css; charset=utf-8"},
+	PathIcon:   {"web/icon.svg", "image/svg+xml"},
 }
 
-// Page serves the shell and its assets (GET PathPage, PathScript and
-// PathStyle); any other path is a 404 in the API's JSON shape.
+// Page serves the shell and its assets (GET PathPage, PathScript,
+// PathStyle and PathIcon); any other path is a 404 in the API's JSON
+// shape.
 func Page() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, ok := assets[r.URL.Path]

@@ -15,6 +15,7 @@ func (s *Server) ServeDashboard(d *dashboard.Dashboard) {
 	s.mux.Handle("GET /{$}", page)
 	s.mux.Handle("GET "+dashboard.PathScript, page)
 	s.mux.Handle("GET "+dashboard.PathStyle, page)
+	s.mux.Handle("GET "+dashboard.PathIcon, page)
 	s.mux.Handle("GET "+dashboard.PathFeed, s.authed(func(w http.ResponseWriter, r *http.Request) {
 		f, err := d.Build(r.Context())
 		if err != nil {
@@ -30,7 +31,7 @@ func (s *Server) ServeDashboard(d *dashboard.Dashboard) {
 // tab. Refusals and failures are logged as every call's are.
 func quiet(path string) bool {
 	switch path {
-	case dashboard.PathFeed, dashboard.PathPage, dashboard.PathScript, dashboard.PathStyle:
+	case dashboard.PathFeed, dashboard.PathPage, dashboard.PathScript, dashboard.PathStyle, dashboard.PathIcon:
 		return true
 	}
 	return false

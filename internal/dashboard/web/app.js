@@ -248,7 +248,7 @@
     ];
     let top = 0;
     for (const s of series) for (const b of s.data.buckets) top = Math.max(top, b.p95_ms);
-    top = niceCeil(Math.max(top, 10));
+    top = niceCeil(Math.max(top, 10) / 4) * 4; // four round steps
     const x = (t) => L + ((t - from) / (to - from)) * (W - L - R);
     const y = (ms) => H - B - (ms / top) * (H - T - B);
     const nodes = [];
