@@ -110,8 +110,11 @@
     return s + "s";
   }
 
+  // Latencies: "120 ms", "4.2 s", "12 s".
   function latency(ms) {
-    return ms >= 1000 ? (ms / 1000).toFixed(ms >= 10000 ? 0 : 1) + " s" : ms + " ms";
+    if (ms < 1000) return ms + " ms";
+    const s = ms / 1000;
+    return (s < 10 ? String(Number(s.toFixed(1))) : String(Math.round(s))) + " s";
   }
 
   function clock(d) {
@@ -246,16 +249,27 @@
       { name: "claim", cls: "claim", data: lat.claim },
       { name: "cold start", cls: "cold", data: lat.cold_start },
     ];
-    let top = 0;
-    for (const s of series) for (const b of s.data.buckets) top = Math.max(top, b.p95_ms);
-    top = niceCeil(Math.max(top, 10) / 4) * 4; // four round steps
+    // A log scale: claims take milliseconds, cold starts seconds.
+    let lo = Infinity, hi = 0;
+    for (const s of series) {
+      for (const b of s.data.buckets) {
+        lo = Math.min(lo, b.p50_ms);
+        hi = Math.max(hi, b.p95_ms);
+      }
+    }
+    if (hi === 0) {
+      lo = 10;
+      hi = 10000;
+    }
+    const dmin = Math.floor(Math.log10(Math.max(1, lo)));
+    const dmax = Math.max(dmin + 1, Math.ceil(Math.log10(Math.max(1, hi))));
     const x = (t) => L + ((t - from) / (to - from)) * (W - L - R);
-    const y = (ms) => H - B - (ms / top) * (H - T - B);
+    const y = (ms) => H - B - ((Math.log10(Math.max(1, ms)) - dmin) / (dmax - dmin)) * (H - T - B);
     const nodes = [];
-    for (let i = 0; i <= 4; i++) {
-      const ms = (top * i) / 4;
+    for (let d = dmin; d <= dmax; d++) {
+      const ms = Math.pow(10, d);
       nodes.push(svg("line", { class: "grid", x1: L, x2: W - R, y1: y(ms), y2: y(ms) }));
-      nodes.push(svg("text", { x: L - 6, y: y(ms) + 4, "text-anchor": "end" }, latency(Math.round(ms))));
+      nodes.push(svg("text", { x: L - 6, y: y(ms) + 4, "text-anchor": "end" }, latency(ms)));
     }
     for (let m = 60; m >= 0; m -= 15) {
       const t = to - m * 60000;
@@ -279,7 +293,7 @@
       nodes.push(svg("text", { class: s.cls, x: lx, y: 14 }, "● " + s.name + " (" + s.data.count + ")"));
       lx += 150;
     }
-    nodes.push(svg("text", { x: W - R, y: 14, "text-anchor": "end" }, "median solid, p95 dashed"));
+    nodes.push(svg("text", { x: W - R, y: 14, "text-anchor": "end" }, "median solid, p95 dashed, log scale"));
     chart.replaceChildren(...nodes);
     const sum = series.map((s) =>
       s.data.count === 0
@@ -288,13 +302,6 @@
           ", max " + latency(s.data.max_ms)
     );
     $("latency-summary").textContent = sum.join(" · ");
-  }
-
-  // niceCeil rounds up to 1, 2 or 5 times a power of ten.
-  function niceCeil(v) {
-    const p = Math.pow(10, Math.floor(Math.log10(v)));
-    for (const m of [1, 2, 5, 10]) if (v <= m * p) return m * p;
-    return 10 * p;
   }
 
   $("login").addEventListener("submit", async (ev) => {
