@@ -72,6 +72,8 @@ type pageState struct {
 		Address string `json:"address"`
 	} `json:"events"`
 	HTML string `json:"html"`
+	// Hidden: the page stops polling while its tab is hidden.
+	Hidden bool `json:"hidden"`
 }
 
 const readPage = `(() => ({
@@ -87,6 +89,7 @@ const readPage = `(() => ({
   })),
   events: [...document.querySelectorAll("#events li")].map((li) => ({ event: li.dataset.event, address: li.dataset.address })),
   html: document.documentElement.outerHTML,
+  hidden: document.hidden,
 }))()`
 
 func (p pageState) row(address string) (int, bool) {
@@ -286,7 +289,7 @@ func TestDashboardInBrowser(t *testing.T) {
 				return p
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the page never showed %s: viewer %q, rows %+v, events %+v", what, p.Viewer, p.Rows, p.Events)
+				t.Fatalf("the page never showed %s: viewer %q, rows %+v, events %+v, hidden %v", what, p.Viewer, p.Rows, p.Events, p.Hidden)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}

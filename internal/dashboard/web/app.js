@@ -65,6 +65,11 @@
       return;
     }
     let wait = POLL_MS;
+    if (document.hidden) {
+      // Nobody looks: no call (a tenant's polls spend its rate).
+      timer = setTimeout(() => poll(mine), wait);
+      return;
+    }
     try {
       const resp = await fetchFeed(tok);
       if (mine !== gen) return;
@@ -331,6 +336,11 @@
     $("events").replaceChildren();
     $("chart").replaceChildren();
     showLogin();
+  });
+
+  // Back in view: update at once.
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && !$("board").hidden && token()) start();
   });
 
   setInterval(tick, 1000);
