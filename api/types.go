@@ -111,7 +111,9 @@ type Instance struct {
 	Address string `json:"address"`
 	// Owner is the tenant the instance belongs to; empty for the
 	// operator's.
-	Owner               string              `json:"owner,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// Runtime is where it runs: docker or kubernetes.
+	Runtime             string              `json:"runtime"`
 	Project             string              `json:"project"`
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`

@@ -5,7 +5,9 @@
 //
 // Routes: POST /v1/request, POST /v1/release, POST /v1/extend,
 // GET /v1/sandboxes, POST /v1/snapshot, /v1/restore, /v1/reset, and
-// GET /healthz (the only one without a token).
+// GET /healthz, the one route without a token besides the dashboard's
+// page and assets, which carry no data (ServeDashboard; its feed,
+// GET /v1/dashboard, needs a token as every other route does).
 //
 // What this package must never do: log or echo credentials (only
 // /v1/request's response body carries them, to the caller that asked),

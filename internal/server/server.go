@@ -108,7 +108,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rw.addr != "" {
 			attrs = append(attrs, "address", rw.addr)
 		}
-		s.log.Info("call", attrs...)
+		level := slog.LevelInfo
+		if rw.status < 400 && quiet(r.URL.Path) {
+			level = slog.LevelDebug
+		}
+		s.log.Log(r.Context(), level, "call", attrs...)
 	}()
 	// Unknown paths and methods answer in JSON too.
 	if _, pattern := s.mux.Handler(r); pattern == "" {

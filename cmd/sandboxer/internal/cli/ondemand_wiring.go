@@ -28,6 +28,9 @@ type OnDemandOptions struct {
 	// Replica stamps every event (serve --replica); "" leaves them as
 	// they are.
 	Replica string
+	// Also receives every event beside the file and the webhook (serve's
+	// dashboard recorder); not a flag.
+	Also events.Sink
 }
 
 // bind adds the shared flags; lockTimeout > 0 adds --lock-timeout with
@@ -88,6 +91,9 @@ func (s *onDemand) openEvents() error {
 		url = s.f.Getenv("SANDBOXER_WEBHOOK_URL")
 	}
 	var sinks events.Multi
+	if s.opts.Also != nil {
+		sinks = append(sinks, s.opts.Also)
+	}
 	if path != "" {
 		w, err := eventsink.OpenFile(s.f.Path(path))
 		if err != nil {

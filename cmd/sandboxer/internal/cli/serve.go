@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/internal/dashboard"
 	"github.com/sandboxer/sandboxer/internal/mcpserver"
 	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/internal/tenants"
@@ -35,6 +36,9 @@ type ServeOptions struct {
 	LogFormat       string
 	// MCPReleaseOnDisconnect: see mcpserver.Options.ReleaseOnDisconnect.
 	MCPReleaseOnDisconnect bool
+	// Dashboard serves the live dashboard at / (its feed at
+	// /v1/dashboard).
+	Dashboard bool
 }
 
 // mcpPath is where serve offers the MCP server over streamable HTTP.
@@ -63,9 +67,15 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 			"is reread when it changes or on SIGHUP; a bad one is logged and the previous\n" +
 			"one kept. /mcp is stateless (any replica answers any call) unless\n" +
 			"--mcp-release-on-disconnect.\n\n" +
+			"A live dashboard is at / (open it in a browser and give it a token: the\n" +
+			"operator's shows everything, a tenant's only what it holds): instances with\n" +
+			"their TTLs counting down, pool levels, this process's last events and a chart\n" +
+			"of claim and cold-start latency over the last hour. The page carries no data;\n" +
+			"it polls GET /v1/dashboard with the token. --dashboard=false turns it off.\n\n" +
 			"Logs go to stderr through log/slog, one record per call (method, path,\n" +
 			"status, duration, address; never a body or a credential), as logfmt text or,\n" +
-			"with --log-format json, JSON lines.",
+			"with --log-format json, JSON lines; the dashboard's successful polls are not\n" +
+			"logged.",
 		Example: "  SANDBOXER_API_TOKEN=$(openssl rand -hex 16) sandboxer serve --listen 127.0.0.1:8080\n" +
 			"  sandboxer serve --token-file token.txt --listen 127.0.0.1:0 --addr-file addr.txt --log-format json\n" +
 			"  curl -H \"Authorization: Bearer $SANDBOXER_API_TOKEN\" -d '{\"address\":\"sandbox.agent\",\"key\":\"dev-7\",\"profile\":\"rag\",\"prefix\":\"ROBOCO_TEST_\"}' http://127.0.0.1:8080/v1/request",
@@ -87,6 +97,7 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "how long shutdown waits for calls in flight")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log records as `text` (logfmt) or json")
 	fs.BoolVar(&opts.MCPReleaseOnDisconnect, "mcp-release-on-disconnect", false, "keep MCP sessions at /mcp in this process and release every instance a session requested when it ends (else /mcp is stateless: any replica answers, instances end by their ttl)")
+	fs.BoolVar(&opts.Dashboard, "dashboard", true, "serve the live dashboard at / (its data at GET /v1/dashboard, behind the token)")
 	fs.StringVar(&opts.OnDemand.Replica, "replica", "", "name this process in events and logs when several serve one state (also SANDBOXER_REPLICA; default HOST-PID with a PostgreSQL backend)")
 	return cmd
 }
@@ -124,6 +135,11 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return fmt.Errorf("--reap-interval must not be negative")
 	}
 	opts.OnDemand.Replica = replicaName(f, opts.OnDemand.Replica)
+	var recorder *dashboard.Recorder
+	if opts.Dashboard {
+		recorder = dashboard.NewRecorder()
+		opts.OnDemand.Also = recorder
+	}
 	s, err := openOnDemand(f, opts.OnDemand)
 	if err != nil {
 		return err
@@ -140,6 +156,9 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	api, err := server.New(s.lib, token, logger, f.hard)
 	if err != nil {
 		return err
+	}
+	if recorder != nil {
+		api.ServeDashboard(dashboard.New(s.lib, recorder))
 	}
 	if opts.TenantsFile != "" {
 		path := f.Path(opts.TenantsFile)
