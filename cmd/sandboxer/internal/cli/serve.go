@@ -15,11 +15,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/internal/mcpserver"
 	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/internal/tenants"
 	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/state"
 )
 
 // ServeOptions are the flags of `sandboxer serve`.
@@ -49,11 +51,14 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the on-demand API over HTTP for agents",
-		Long: "Serve POST /v1/request, /v1/release, /v1/extend, GET /v1/sandboxes and /healthz,\n" +
-			"sharing state and locks with the CLI. Every route but /healthz needs\n" +
-			"\"Authorization: Bearer TOKEN\"; the token comes from --token-file or\n" +
-			"SANDBOXER_API_TOKEN, and serve refuses to start without one. A janitor runs\n" +
-			"reap every --reap-interval. SIGTERM or Ctrl-C stops accepting calls and waits\n" +
+		Long: "Serve POST /v1/request, /v1/release, /v1/extend, GET /v1/sandboxes, /healthz,\n" +
+			"/readyz and /metrics, sharing state and locks with the CLI. Every route but\n" +
+			"/healthz and /readyz needs \"Authorization: Bearer TOKEN\"; the token comes from\n" +
+			"--token-file or SANDBOXER_API_TOKEN, and serve refuses to start without one.\n" +
+			"/metrics (Prometheus text) is the operator's token's only. /readyz answers 503\n" +
+			"when the state or a runtime does not answer, and from the first signal on. A\n" +
+			"janitor runs reap every --reap-interval on one replica of those sharing the\n" +
+			"state. SIGTERM or Ctrl-C stops accepting calls, hands the janitor over and waits\n" +
 			"for those in flight (a second one abandons them). GET /v1/sandboxes lists the\n" +
 			"on-demand instances, without credentials. The configuration is read once, at\n" +
 			"start: restart serve after changing it.\n\n" +
@@ -124,6 +129,16 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return fmt.Errorf("--reap-interval must not be negative")
 	}
 	opts.OnDemand.Replica = replicaName(f, opts.OnDemand.Replica)
+	// The metrics hear the library's events, so they exist before it.
+	var metrics *server.Metrics
+	opts.OnDemand.sinkFor = func(cfg *config.Config) events.Sink {
+		var blocks []string
+		for _, name := range onDemandBlocks(cfg) {
+			blocks = append(blocks, "sandbox."+name)
+		}
+		metrics = server.NewMetrics(blocks)
+		return metrics
+	}
 	s, err := openOnDemand(f, opts.OnDemand)
 	if err != nil {
 		return err
@@ -141,6 +156,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	api.ServeMetrics(metrics)
 	if opts.TenantsFile != "" {
 		path := f.Path(opts.TenantsFile)
 		blocks := onDemandBlocks(s.lib.Config())
@@ -192,13 +208,16 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	}
 	logger.Info(fmt.Sprintf("listening on http://%s", ln.Addr()), "addr", ln.Addr().String(), "state", s.lib.Store().Describe())
 
+	// The janitor (the library's: one replica of those sharing the state
+	// leads) stops at the first signal, after the pass in progress, and
+	// releases its lock: another replica takes over at its next tick.
 	stopJanitor := make(chan struct{})
 	var janitor sync.WaitGroup
 	if opts.ReapInterval > 0 {
 		janitor.Add(1)
 		go func() {
 			defer janitor.Done()
-			runJanitor(f.hard, stopJanitor, opts.ReapInterval, s.reaper(), s.lib.ReapDatabases, s.lib.Store(), logger)
+			_ = s.lib.RunJanitor(f.hard, janitorOptions(opts.ReapInterval, stopJanitor, logger, metrics))
 		}()
 	}
 
@@ -222,6 +241,9 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	// From here /readyz answers 503 (while the listener still answers),
+	// and no new call is accepted; those in flight finish.
+	api.Drain()
 	logger.Info("shutting down: no new calls; waiting for calls in flight", "timeout", opts.ShutdownTimeout)
 	close(stopJanitor)
 	// MCP event streams stay open until their sessions end.
@@ -247,78 +269,46 @@ func serveLogger(f *Factory, format string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(f.IO.Err, nil))
 }
 
-// runJanitor reaps every interval until stop closes; a pass in progress
-// finishes first. A damaged record is logged when it is first seen (and
-// again after it was gone), not on every pass.
-//
-// Of several serve processes on one state (replicas), one reaps at a
-// time: the leader, which holds the janitor lock (an instance lock on an
-// address no sandbox can have) for as long as it runs. The others try it
-// on every tick, so when the leader dies (its lock dies with it) another
-// takes over within one interval.
-func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper,
-	reapDatabases func(context.Context) (map[string][]string, error), store state.Backend, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+// janitorOptions log the library's janitor (and count it in the
+// metrics): leadership changes, what each pass did, its errors. A damaged
+// record is logged when it is first seen (and again after it was gone),
+// not on every pass.
+func janitorOptions(every time.Duration, stop <-chan struct{}, logger *slog.Logger, m *server.Metrics) sandboxer.JanitorOptions {
 	warned := map[string]bool{}
-	var release func() error
-	defer func() {
-		if release != nil {
-			_ = release()
-		}
-	}()
-	follower := false
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if release == nil {
-			unlock, err := store.LockInstance(ctx, janitorLock, "serve janitor", 0)
-			var le *state.LockedError
+	return sandboxer.JanitorOptions{Every: every, Interrupt: stop,
+		OnRole: func(r sandboxer.JanitorRole) {
 			switch {
-			case errors.As(err, &le):
-				if !follower {
-					logger.Info("janitor: another replica leads", "holder_pid", le.Holder.PID, "holder_host", le.Holder.Host)
-					follower = true
-				}
-				continue
-			case err != nil:
-				logger.Error("janitor: cannot take the janitor lock", "error", err.Error())
-				continue
+			case r.Err != nil:
+				logger.Error("janitor: cannot take the janitor lock", "error", r.Err.Error())
+			case r.Leads:
+				logger.Info("janitor: this replica leads")
+			default:
+				logger.Info("janitor: another replica leads", "holder_pid", r.Holder.PID, "holder_host", r.Holder.Host)
 			}
-			release = unlock
-			logger.Info("janitor: this replica leads")
-		}
-		rep, err := r.Reap(ctx)
-		if err != nil {
-			logger.Error("reap failed", "error", err.Error())
-		}
-		if rep == nil {
-			continue
-		}
-		warned = warnDamaged(logger, rep.Damaged, warned)
-		if len(rep.Expired) > 0 || len(rep.Orphans) > 0 {
-			logger.Info("reap", "expired", len(rep.Expired), "orphans", len(rep.Orphans), "skipped", len(rep.Skipped))
-		}
-		if reapDatabases != nil {
-			dropped, err := reapDatabases(ctx)
+			if m != nil && r.Err == nil {
+				m.SetJanitorLeader(r.Leads)
+			}
+		},
+		OnPass: func(rep *sandboxer.ReapReport, err error) {
+			if m != nil {
+				m.ObserveReap(rep, err)
+			}
 			if err != nil {
-				logger.Error("reap databases failed", "error", err.Error())
+				logger.Error("reap failed", "error", err.Error())
 			}
-			for host, names := range dropped {
+			warned = warnDamaged(logger, rep.Damaged, warned)
+			if len(rep.Expired) > 0 || len(rep.Orphans) > 0 || len(rep.Unheld) > 0 {
+				logger.Info("reap", "expired", len(rep.Expired), "unheld", len(rep.Unheld), "orphans", len(rep.Orphans), "skipped", len(rep.Skipped))
+			}
+			for host, names := range rep.Databases {
 				logger.Info("reap databases", "host", host, "dropped", len(names))
 			}
-		}
-	}
+		}}
 }
 
 // warnDamaged logs the damaged records not in warned, and returns the set
 // seen this pass.
-func warnDamaged(logger *slog.Logger, damaged []ondemand.Damaged, warned map[string]bool) map[string]bool {
+func warnDamaged(logger *slog.Logger, damaged []sandboxer.DamagedRecord, warned map[string]bool) map[string]bool {
 	seen := make(map[string]bool, len(damaged))
 	for _, d := range damaged {
 		seen[d.Address] = true
@@ -328,10 +318,6 @@ func warnDamaged(logger *slog.Logger, damaged []ondemand.Damaged, warned map[str
 	}
 	return seen
 }
-
-// janitorLock is the instance lock the leading janitor holds: not a
-// sandbox address (those start with "sandbox."), so no command contends.
-const janitorLock = "(serve janitor)"
 
 // replicaName is --replica, else SANDBOXER_REPLICA, else HOST-PID when
 // the state is in a database (where replicas share it), else "".
