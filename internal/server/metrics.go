@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sandboxer/sandboxer"
@@ -75,7 +76,9 @@ func NewMetrics(blocks []string) *Metrics {
 		Name: "sandboxer_janitor_leader",
 		Help: "1 while this process holds the janitor lock and reaps, else 0.",
 	})
-	m.reg.MustRegister(m.requests, m.errors, m.latency, m.events, m.passes, m.reaped, m.leader)
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.events, m.passes, m.reaped, m.leader,
+		// The process's own: memory, CPU, file descriptors, goroutines.
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
