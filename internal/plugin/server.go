@@ -176,7 +176,7 @@ func (m *methods) Ping(a Call, r *ErrReply) error {
 		if pg, ok := apply.As[apply.Pinger](p); ok {
 			return pg.Ping(ctx)
 		}
-		return nil
+		return ctx.Err()
 	})
 	return nil
 }
