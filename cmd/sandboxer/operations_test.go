@@ -131,12 +131,26 @@ func TestServeMetricsReadyzShutdown(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() { s, err := request(slow); done <- answer{s, err} }()
-	waitUntil(t, 30*time.Second, func() bool { _, err := os.Stat(lockFile); return err == nil })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if _, err := os.Stat(lockFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second request took no instance lock within 30s")
+		}
+	}
 	srv.signal(t, syscall.SIGTERM)
+	select {
+	case a := <-done:
+		t.Fatalf("the request ended before the signal (%+v, %v): nothing was in flight", a.sbx, a.err)
+	default:
+	}
 	srv.waitFor(t, "shutting down", 30*time.Second)
-	if code, body, err := get(api.PathReady, ""); err == nil && code != http.StatusServiceUnavailable {
+	code, body, err := get(api.PathReady, "")
+	if err == nil && code != http.StatusServiceUnavailable {
 		t.Errorf("readyz after the signal: %d %s, want 503 or a closed listener", code, body)
 	}
+	t.Logf("readyz after the signal: %d %s %v", code, strings.TrimSpace(body), err)
 	a := <-done
 	if a.err != nil || a.sbx == nil || a.sbx.Reused {
 		t.Errorf("the request in flight at shutdown: %+v, %v; want a provision that succeeds", a.sbx, a.err)
