@@ -49,8 +49,8 @@ func TestImportBoundaries(t *testing.T) {
 				return p != "cmd/sandboxer-kubernetes" && !strings.HasPrefix(p, "providers/kubernetes")
 			},
 			anyOf("providers/kubernetes", "providers/kubernetes/")},
-		{"the front ends call the library, not the broker or executor behind it",
-			anyOf("internal/server", "internal/mcpserver", "sandboxertest"), anyOf("ondemand")},
+		{"the front ends call the library, not the broker, reaper or janitor behind it",
+			anyOf("internal/server", "internal/mcpserver", "sandboxertest", "cmd/sandboxer/internal/cli"), anyOf("ondemand")},
 		{"the HTTP server maps the library's codes; it runs nothing itself",
 			anyOf("internal/server", "internal/mcpserver"), anyOf("apply", "snapshot", "state")},
 		{"the tenants file is serve's input: it knows the library's Tenant, never the broker, state or a runtime",

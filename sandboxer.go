@@ -90,6 +90,11 @@ type Options struct {
 	Interrupt <-chan struct{}
 }
 
+// DefaultLockTimeout is how long on-demand calls wait for an instance
+// lock another command holds unless Options.LockTimeout says otherwise
+// (the CLI's --lock-timeout default).
+const DefaultLockTimeout = ondemand.DefaultLockTimeout
+
 // DefaultParallelism is how many changes an apply makes at once unless
 // told otherwise: `sandboxer apply`'s default.
 const DefaultParallelism = 4

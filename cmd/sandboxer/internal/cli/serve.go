@@ -21,7 +21,6 @@ import (
 	"github.com/sandboxer/sandboxer/internal/mcpserver"
 	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/internal/tenants"
-	"github.com/sandboxer/sandboxer/ondemand"
 )
 
 // ServeOptions are the flags of `sandboxer serve`.
@@ -83,7 +82,7 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	opts.OnDemand.bind(fs, ondemand.DefaultLockTimeout)
+	opts.OnDemand.bind(fs, sandboxer.DefaultLockTimeout)
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "`ADDR` to listen on (host:port; port 0 picks a free one)")
 	fs.StringVar(&opts.TokenFile, "token-file", "", "read the bearer token from `FILE` (else SANDBOXER_API_TOKEN)")
 	fs.StringVar(&opts.TenantsFile, "tenants", "", "accept the tenants of `FILE` (HCL; token hashes, blocks, quotas) beside the operator's token; reloaded on change or SIGHUP")
