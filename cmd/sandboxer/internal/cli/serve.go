@@ -240,8 +240,9 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	// From here /readyz answers 503 (while the listener still answers),
-	// and no new call is accepted; those in flight finish.
+	// From here /readyz answers 503 on any connection still open; the
+	// listener closes (no new call is accepted) and those in flight
+	// finish. The janitor returns after its pass, releasing its lock.
 	api.Drain()
 	logger.Info("shutting down: no new calls; waiting for calls in flight", "timeout", opts.ShutdownTimeout)
 	close(stopJanitor)
