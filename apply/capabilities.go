@@ -87,8 +87,9 @@ type TemplateCollector interface {
 }
 
 // Pinger answers whether the runtime is reachable now, cheaply (the
-// Docker engine's ping): a replica's readiness check asks it every few
-// seconds. A provider without it counts as reachable once connected.
+// Docker engine's ping, a read of the Kubernetes namespace): a replica's
+// readiness check asks it every few seconds. A provider without it counts
+// as reachable once connected.
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
