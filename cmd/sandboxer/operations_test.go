@@ -38,8 +38,9 @@ sandbox "agent" {
 // 200; a request moves /metrics (the provision's latency histogram, the
 // route's counter, the live instances), which holds no key, password or
 // token and answers only the operator's token; the janitor leads; on
-// SIGTERM /readyz stops answering 200 (503, or the listener is closed)
-// while a cold request in flight still succeeds, and serve exits 0.
+// SIGTERM /readyz answers 503 through --shutdown-delay, then the listener
+// closes, while a cold request in flight at the signal still succeeds;
+// serve exits 0.
 func TestServeMetricsReadyzShutdown(t *testing.T) {
 	testenv.RequireDocker(t)
 	start := time.Now()
@@ -52,7 +53,7 @@ func TestServeMetricsReadyzShutdown(t *testing.T) {
 	}
 	addrFile := filepath.Join(dir, "addr.txt")
 	srv := startSandboxer(t, dir, "serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
-		"--token-file", "token.txt", "--reap-interval", "200ms", "--shutdown-timeout", "2m")
+		"--token-file", "token.txt", "--reap-interval", "200ms", "--shutdown-timeout", "2m", "--shutdown-delay", "3s")
 	base := "http://" + waitAddrFile(t, addrFile)
 	get := func(path, tok string) (int, string, error) {
 		req, _ := http.NewRequest("GET", base+path, nil)
@@ -145,12 +146,12 @@ func TestServeMetricsReadyzShutdown(t *testing.T) {
 		t.Fatalf("the request ended before the signal (%+v, %v): nothing was in flight", a.sbx, a.err)
 	default:
 	}
-	srv.waitFor(t, "shutting down", 30*time.Second)
-	code, body, err := get(api.PathReady, "")
-	if err == nil && code != http.StatusServiceUnavailable {
-		t.Errorf("readyz after the signal: %d %s, want 503 or a closed listener", code, body)
+	srv.waitFor(t, "draining", 30*time.Second)
+	// Within --shutdown-delay: still listening, not ready.
+	if code, body, err := get(api.PathReady, ""); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, `"check": "shutdown"`) {
+		t.Errorf("readyz after the signal: %d %s %v, want 503 naming shutdown", code, body, err)
 	}
-	t.Logf("readyz after the signal: %d %s %v", code, strings.TrimSpace(body), err)
+	srv.waitFor(t, "shutting down", 30*time.Second)
 	a := <-done
 	if a.err != nil || a.sbx == nil || a.sbx.Reused {
 		t.Errorf("the request in flight at shutdown: %+v, %v; want a provision that succeeds", a.sbx, a.err)

@@ -33,6 +33,7 @@ type ServeOptions struct {
 	AddrFile        string
 	ReapInterval    time.Duration
 	ShutdownTimeout time.Duration
+	ShutdownDelay   time.Duration
 	LogFormat       string
 	// MCPReleaseOnDisconnect: see mcpserver.Options.ReleaseOnDisconnect.
 	MCPReleaseOnDisconnect bool
@@ -89,6 +90,7 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	fs.StringVar(&opts.AddrFile, "addr-file", "", "write the address actually listened on to `FILE` once ready")
 	fs.DurationVar(&opts.ReapInterval, "reap-interval", time.Minute, "how often the janitor reaps (0 turns it off)")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "how long shutdown waits for calls in flight")
+	fs.DurationVar(&opts.ShutdownDelay, "shutdown-delay", 0, "after the first signal, keep serving this long with /readyz answering 503 (while a balancer drops this replica) before closing the listener")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log records as `text` (logfmt) or json")
 	fs.BoolVar(&opts.MCPReleaseOnDisconnect, "mcp-release-on-disconnect", false, "keep MCP sessions at /mcp in this process and release every instance a session requested when it ends (else /mcp is stateless: any replica answers, instances end by their ttl)")
 	fs.StringVar(&opts.OnDemand.Replica, "replica", "", "name this process in events and logs when several serve one state (also SANDBOXER_REPLICA; default HOST-PID with a PostgreSQL backend)")
@@ -126,6 +128,9 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	}
 	if opts.ReapInterval < 0 {
 		return fmt.Errorf("--reap-interval must not be negative")
+	}
+	if opts.ShutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay must not be negative")
 	}
 	opts.OnDemand.Replica = replicaName(f, opts.OnDemand.Replica)
 	// The metrics hear the library's events, so they exist before it.
@@ -240,15 +245,24 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	// From here /readyz answers 503 on any connection still open; the
-	// listener closes (no new call is accepted) and those in flight
-	// finish. The janitor returns after its pass, releasing its lock.
+	// From here /readyz answers 503. The janitor returns after its pass,
+	// releasing its lock (another replica leads from its next tick), and
+	// the pool keeper stops. With --shutdown-delay calls are still served
+	// while a balancer notices; then the listener closes (no new call is
+	// accepted) and those in flight finish.
 	api.Drain()
-	logger.Info("shutting down: no new calls; waiting for calls in flight", "timeout", opts.ShutdownTimeout)
 	close(stopJanitor)
+	stopPools()
+	if opts.ShutdownDelay > 0 {
+		logger.Info("draining: /readyz answers 503; still serving", "delay", opts.ShutdownDelay)
+		select {
+		case <-time.After(opts.ShutdownDelay):
+		case <-f.hard.Done():
+		}
+	}
+	logger.Info("shutting down: no new calls; waiting for calls in flight", "timeout", opts.ShutdownTimeout)
 	// MCP event streams stay open until their sessions end.
 	agents.Close()
-	stopPools()
 	sctx, cancel := context.WithTimeout(f.hard, opts.ShutdownTimeout)
 	defer cancel()
 	err = hs.Shutdown(sctx)
