@@ -93,8 +93,8 @@ func New(lib Library, token string, logger *slog.Logger, base context.Context) (
 }
 
 // Handle serves h at pattern behind the bearer token, as every route but
-// /healthz and /readyz (serve mounts the MCP server's streamable HTTP endpoint).
-// Call it before serving.
+// /healthz and /readyz (serve mounts the MCP server's streamable HTTP
+// endpoint). Call it before serving.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, s.authed(h.ServeHTTP)) }
 
 // ServeHTTP logs the call and turns a panic into a plain 500.
