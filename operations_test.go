@@ -2,6 +2,8 @@ package sandboxer_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,5 +36,25 @@ func TestLevelsReadyReap(t *testing.T) {
 	rep, err := sb.Reap(ctx)
 	if err != nil || len(rep.Expired)+len(rep.Orphans)+len(rep.Databases) != 0 {
 		t.Errorf("reap: %+v, %v", rep, err)
+	}
+}
+
+// A runtime that cannot be reached fails its readiness check with
+// engine_unreachable, naming the check; the state's check still passes.
+func TestReadyEngineUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	hcl := "provider \"docker\" {\n  host = \"unix://" + filepath.Join(dir, "no-engine.sock") + "\"\n}\n" + fixture
+	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandboxer.Open(context.Background(), dir, sandboxer.Options{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	checks := sb.Ready(context.Background())
+	if len(checks) != 2 || checks[0].Err != nil || checks[1].Name != "runtime docker" ||
+		sandboxer.Classify(checks[1].Err).Code != sandboxer.CodeEngineUnreachable {
+		t.Fatalf("ready with no engine: %+v", checks)
 	}
 }
