@@ -40,7 +40,9 @@ type Metrics struct {
 
 // latencyBuckets span a cache hit (a millisecond or two) to a cold
 // provision on a loaded machine (a minute and more), in seconds.
-var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80, 160}
+func latencyBuckets() []float64 {
+	return []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80, 160}
+}
 
 // NewMetrics makes the metrics of one server; blocks are the on-demand
 // blocks of the configuration (sandbox.NAME), the only block label
@@ -58,7 +60,7 @@ func NewMetrics(blocks []string) *Metrics {
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "sandboxer_request_duration_seconds",
 		Help:    "How long an instance request took, by block and how it was answered: reused (a cache hit), provisioned or replaced (cold), pool_claimed (a warm-pool claim).",
-		Buckets: latencyBuckets,
+		Buckets: latencyBuckets(),
 	}, []string{"block", "event"})
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sandboxer_events_total",
