@@ -49,8 +49,8 @@ func TestImportBoundaries(t *testing.T) {
 				return p != "cmd/sandboxer-kubernetes" && !strings.HasPrefix(p, "providers/kubernetes")
 			},
 			anyOf("providers/kubernetes", "providers/kubernetes/")},
-		{"the front ends call the library, not the broker or executor behind it",
-			anyOf("internal/server", "internal/mcpserver", "sandboxertest", "internal/dashboard"), anyOf("ondemand")},
+		{"the front ends call the library, not the broker, reaper or janitor behind it",
+			anyOf("internal/server", "internal/mcpserver", "sandboxertest", "cmd/sandboxer/internal/cli", "internal/dashboard"), anyOf("ondemand")},
 		{"the HTTP server maps the library's codes; it runs nothing itself",
 			anyOf("internal/server", "internal/mcpserver"), anyOf("apply", "snapshot", "state")},
 		{"the dashboard only reads: the library's list and pool levels, and the events it is sent; it never acts on a sandbox",
