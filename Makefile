@@ -50,7 +50,7 @@ unit:
 # Every CPU benchmark once, so a benchmark that no longer passes fails
 # the tests rather than `make bench` (two had, unnoticed).
 benchcheck:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./config ./plan ./cmd/sandboxer/... ./state ./state/pgstate
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./config ./plan ./cmd/sandboxer/... ./state ./state/pgstate ./internal/server
 
 fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
@@ -61,7 +61,7 @@ fuzz:
 test: test-images image helm vet unit benchcheck fuzz
 
 bench: images build
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state ./state/pgstate
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state ./state/pgstate ./internal/server
 	$(GO) run ./scripts/benchplan -bin $(BIN) -profile 10
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)

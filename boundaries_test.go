@@ -40,7 +40,7 @@ func TestImportBoundaries(t *testing.T) {
 			anyOf("api", "apiclient"), func(i string) bool { return i != "api" }},
 		{"orchestration talks to apply.Provider: only the composition root (package sandboxer) names a concrete runtime",
 			func(p string) bool {
-				return anyOf("apply", "ondemand", "snapshot", "internal/server", "internal/views", "internal/plugin", "plan", "config", "state", "cmd/")(p) &&
+				return anyOf("apply", "ondemand", "snapshot", "internal/server", "internal/dashboard", "internal/views", "internal/plugin", "plan", "config", "state", "cmd/")(p) &&
 					p != "cmd/sandboxer-kubernetes" // the runtime's own program
 			},
 			func(i string) bool { return strings.HasPrefix(i, "providers/") }},
@@ -49,10 +49,12 @@ func TestImportBoundaries(t *testing.T) {
 				return p != "cmd/sandboxer-kubernetes" && !strings.HasPrefix(p, "providers/kubernetes")
 			},
 			anyOf("providers/kubernetes", "providers/kubernetes/")},
-		{"the front ends call the library, not the broker or executor behind it",
-			anyOf("internal/server", "internal/mcpserver", "sandboxertest"), anyOf("ondemand")},
+		{"the front ends call the library, not the broker, reaper or janitor behind it",
+			anyOf("internal/server", "internal/mcpserver", "sandboxertest", "cmd/sandboxer/internal/cli", "internal/dashboard"), anyOf("ondemand")},
 		{"the HTTP server maps the library's codes; it runs nothing itself",
 			anyOf("internal/server", "internal/mcpserver"), anyOf("apply", "snapshot", "state")},
+		{"the dashboard only reads: the library's list and pool levels, and the events it is sent; it never acts on a sandbox",
+			is("internal/dashboard"), anyOf("apply", "snapshot", "state", "rotate", "databases", "providers/", "internal/server", "internal/mcpserver")},
 		{"the tenants file is serve's input: it knows the library's Tenant, never the broker, state or a runtime",
 			is("internal/tenants"), anyOf("ondemand", "state", "apply", "snapshot")},
 		{"runtimes do not know each other",

@@ -3,8 +3,13 @@
 // or a saved plan file) and destroy declared sandboxes, request, release,
 // extend and list on-demand ones, snapshot, restore or reset their data,
 // and hand out a PostgreSQL database per test (Database), with the same
-// cache rule, allowlist, state file and locks as the CLI. The CLI, the HTTP server and the test helper call this package and
-// nothing else runs plan, apply or the broker. It is also the composition
+// cache rule, allowlist, state file and locks as the CLI. It reaps (Reap)
+// and runs the janitor that reaps on one of the processes sharing a state
+// (RunJanitor), and says whether a serving replica is ready (Ready) and
+// how many instances each block holds (Levels). The CLI, the HTTP server
+// and the test helper call this package and nothing else runs plan,
+// apply, the broker or the reaper: it hands none of them out. It is also
+// the composition
 // root: compose.go alone names a concrete runtime (the Docker provider)
 // and sets it up from Options; everything else talks to apply.Provider and
 // the capabilities of apply/capabilities.go.

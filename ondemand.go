@@ -58,7 +58,7 @@ func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOption
 		}
 		ctx = apply.WithReadyTimeout(ctx, d)
 	}
-	res, err := s.Broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL, Profile: o.Profile, Prefix: o.Prefix, CarryData: o.CarryData})
+	res, err := s.broker().Request(ctx, ondemand.Request{Address: address, Key: o.Key, Extensions: o.Extensions, TTL: o.TTL, Profile: o.Profile, Prefix: o.Prefix, CarryData: o.CarryData})
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -69,7 +69,7 @@ func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOption
 // Release tears the instance down. released is false when there was
 // nothing to release (a no-op, not an error).
 func (s *Sandboxer) Release(ctx context.Context, address, key string) (released bool, err error) {
-	released, err = s.Broker().Release(ctx, address, key)
+	released, err = s.broker().Release(ctx, address, key)
 	return released, classify(err)
 }
 
@@ -99,24 +99,24 @@ type Holder = ondemand.Holder
 // Take it before the request: a last holder releasing meanwhile then
 // sees it.
 func (s *Sandboxer) Hold(ctx context.Context, address string, h Holder) error {
-	return classify(s.Broker().Hold(ctx, address, "", h))
+	return classify(s.broker().Hold(ctx, address, "", h))
 }
 
 // Unhold drops holder's lease, releasing nothing.
 func (s *Sandboxer) Unhold(ctx context.Context, address, holder string) error {
-	return classify(s.Broker().Unhold(ctx, address, "", holder))
+	return classify(s.broker().Unhold(ctx, address, "", holder))
 }
 
 // ReleaseUnheld drops holder's lease and releases the instance when no
 // live holder is left anywhere; held counts those that kept it.
 func (s *Sandboxer) ReleaseUnheld(ctx context.Context, address, holder string) (released bool, held int, err error) {
-	released, held, err = s.Broker().ReleaseUnheld(ctx, address, "", holder)
+	released, held, err = s.broker().ReleaseUnheld(ctx, address, "", holder)
 	return released, held, classify(err)
 }
 
 // Extend sets the instance's expiry to now + ttl.
 func (s *Sandboxer) Extend(ctx context.Context, address, key, ttl string) (*Instance, error) {
-	rec, err := s.Broker().Extend(ctx, address, key, ttl)
+	rec, err := s.broker().Extend(ctx, address, key, ttl)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -132,7 +132,7 @@ type SandboxList = api.SandboxList
 // with every record that cannot be read beside them (each with its
 // reason): a damaged record does not hide the others.
 func (s *Sandboxer) Sandboxes(ctx context.Context) (*SandboxList, error) {
-	recs, damaged, err := s.Broker().List(ctx)
+	recs, damaged, err := s.broker().List(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -151,7 +151,7 @@ func (s *Sandboxer) Sandboxes(ctx context.Context) (*SandboxList, error) {
 // together with an error naming every damaged record and how to restore
 // or remove it.
 func (s *Sandboxer) List(ctx context.Context) ([]Instance, error) {
-	recs, damaged, err := s.Broker().List(ctx)
+	recs, damaged, err := s.broker().List(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -179,7 +179,7 @@ func (s *Sandboxer) Snapshot(ctx context.Context, address, name string) (*DataRe
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
 	}
-	address, err := s.Broker().Own(ctx, address)
+	address, err := s.broker().Own(ctx, address)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -188,7 +188,7 @@ func (s *Sandboxer) Snapshot(ctx context.Context, address, name string) (*DataRe
 		return nil, err
 	}
 	defer unlock()
-	return dataResult(s.Data().Snapshot(ctx, address, name))
+	return dataResult(s.data().Snapshot(ctx, address, name))
 }
 
 // snapshotQuotaLock names the lock under which a tenant's snapshots are
@@ -242,11 +242,11 @@ func (s *Sandboxer) Restore(ctx context.Context, address, name string) (*DataRes
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
 	}
-	address, err := s.Broker().Own(ctx, address)
+	address, err := s.broker().Own(ctx, address)
 	if err != nil {
 		return nil, classify(err)
 	}
-	return dataResult(s.Data().Restore(ctx, address, name))
+	return dataResult(s.data().Restore(ctx, address, name))
 }
 
 // Reset brings the instance back to snapshot name, or to its seed (or
@@ -258,11 +258,11 @@ func (s *Sandboxer) Reset(ctx context.Context, address, name string) (*DataResul
 			return nil, err
 		}
 	}
-	address, err := s.Broker().Own(ctx, address)
+	address, err := s.broker().Own(ctx, address)
 	if err != nil {
 		return nil, classify(err)
 	}
-	return dataResult(s.Data().Reset(ctx, address, name))
+	return dataResult(s.data().Reset(ctx, address, name))
 }
 
 func checkSnapshotName(name string) error {

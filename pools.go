@@ -40,20 +40,20 @@ func (s *Sandboxer) rotator() rotate.Network { return rotate.Network{} }
 
 // PoolStatus says how full the pool of address's block (sandbox.NAME) is.
 func (s *Sandboxer) PoolStatus(ctx context.Context, address string) (*PoolStatus, error) {
-	st, err := s.Broker().PoolStatus(ctx, address)
+	st, err := s.broker().PoolStatus(ctx, address)
 	return st, classify(err)
 }
 
 // FillPool provisions members until the block's pool is full and returns
 // once it is.
 func (s *Sandboxer) FillPool(ctx context.Context, address string) (*PoolStatus, error) {
-	st, err := s.Broker().FillPool(ctx, address)
+	st, err := s.broker().FillPool(ctx, address)
 	return st, classify(err)
 }
 
 // DrainPool tears down every unclaimed member of the block's pool.
 func (s *Sandboxer) DrainPool(ctx context.Context, address string) (*PoolStatus, error) {
-	st, err := s.Broker().DrainPool(ctx, address)
+	st, err := s.broker().DrainPool(ctx, address)
 	return st, classify(err)
 }
 

@@ -90,6 +90,11 @@ type Options struct {
 	Interrupt <-chan struct{}
 }
 
+// DefaultLockTimeout is how long on-demand calls wait for an instance
+// lock another command holds unless Options.LockTimeout says otherwise
+// (the CLI's --lock-timeout default).
+const DefaultLockTimeout = ondemand.DefaultLockTimeout
+
 // DefaultParallelism is how many changes an apply makes at once unless
 // told otherwise: `sandboxer apply`'s default.
 const DefaultParallelism = 4
@@ -224,23 +229,24 @@ func (s *Sandboxer) Close() error {
 	return err
 }
 
-// Broker is the on-demand broker over this configuration, for callers
-// that serve it (the CLI's serve, package server).
-func (s *Sandboxer) Broker() *ondemand.Broker {
+// broker is the on-demand broker over this configuration: the library's
+// calls are the only way to it (front ends never reach behind them).
+func (s *Sandboxer) broker() *ondemand.Broker {
 	return &ondemand.Broker{Config: s.cfg, Catalog: s.cat, Store: s.store, Provider: s.prov, Data: s.mover(),
 		Events: s.opts.Events, Now: s.opts.Now, LockTimeout: s.opts.LockTimeout,
 		Rotator: s.rotator(), OnClaim: s.pools.claimed}
 }
 
-// Reaper destroys expired instances and orphaned resources of this state.
-func (s *Sandboxer) Reaper() *ondemand.Reaper {
+// reaper destroys expired instances and orphaned resources of this
+// state (Reap, the janitor).
+func (s *Sandboxer) reaper() *ondemand.Reaper {
 	return &ondemand.Reaper{Config: s.cfg, Store: s.store, Provider: s.prov,
 		Inventory: s.prov, Events: s.opts.Events, Now: s.opts.Now}
 }
 
-// Data runs snapshot, restore and reset. Snapshots live in "snapshots"
+// data runs snapshot, restore and reset. Snapshots live in "snapshots"
 // next to the state file (.sandboxer/snapshots by default).
-func (s *Sandboxer) Data() *snapshot.Manager {
+func (s *Sandboxer) data() *snapshot.Manager {
 	return &snapshot.Manager{Records: s.store, Engine: s.prov, Store: SnapshotStore(s.statePath),
 		Events: s.opts.Events, LockTimeout: s.opts.LockTimeout, Now: s.opts.Now}
 }

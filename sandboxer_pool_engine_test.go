@@ -331,7 +331,7 @@ func TestPoolConcurrentClaimsAndReap(t *testing.T) {
 
 	// Reap: claimed instances stay (their labels name pool addresses with
 	// no record), nothing is an orphan.
-	rep, err := sb.Reaper().Reap(ctx)
+	rep, err := sb.Reap(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestPoolConcurrentClaimsAndReap(t *testing.T) {
 	if err := sb.Store().Delete(ctx, lost.Address); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = sb.Reaper().Reap(ctx)
+	rep, err = sb.Reap(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

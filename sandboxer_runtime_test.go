@@ -120,7 +120,7 @@ func TestRuntimesAreRouted(t *testing.T) {
 	}
 	// The orphan sweep asks both runtimes (the kubernetes block is still
 	// declared) and each inventory lists only its own.
-	if _, err := sb.Reaper().Reap(ctx); err != nil {
+	if _, err := sb.Reap(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -109,11 +109,11 @@ func (s *Sandboxer) DropDatabase(ctx context.Context, address, name string) erro
 	return classify(srv.Drop(ctx, name))
 }
 
-// ReapDatabases drops the databases of every host instance in state whose
-// lease passed or whose test process on this machine is gone (`sandboxer
-// reap` runs it); it provisions nothing. The answer maps each host's
-// address to the databases dropped there.
-func (s *Sandboxer) ReapDatabases(ctx context.Context) (map[string][]string, error) {
+// reapDatabases drops the databases of every host instance in state whose
+// lease passed or whose test process on this machine is gone (part of
+// Reap); it provisions nothing. The answer maps each host's address to
+// the databases dropped there.
+func (s *Sandboxer) reapDatabases(ctx context.Context) (map[string][]string, error) {
 	snap, err := s.store.Inspect(ctx) // a damaged record is reap's to report, not a reason to stop
 	if err != nil {
 		return nil, classify(err)

@@ -16,6 +16,11 @@ const (
 	// Sandbox); POST /v1/databases/drop drops one (DropDatabaseBody).
 	PathDatabases    = "/v1/databases"
 	PathDropDatabase = "/v1/databases/drop"
+	// GET /readyz (no token) answers Ready: 200 when the replica can take
+	// work, else 503; GET /metrics (the operator's token) is Prometheus
+	// text.
+	PathReady   = "/readyz"
+	PathMetrics = "/metrics"
 )
 
 // MaxBody bounds a request body; the server answers 413 above it.
@@ -111,7 +116,9 @@ type Instance struct {
 	Address string `json:"address"`
 	// Owner is the tenant the instance belongs to; empty for the
 	// operator's.
-	Owner               string              `json:"owner,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// Runtime is where it runs: docker or kubernetes.
+	Runtime             string              `json:"runtime"`
 	Project             string              `json:"project"`
 	Services            []string            `json:"services"`
 	Features            map[string][]string `json:"features"`
@@ -157,6 +164,20 @@ type DamagedRecord struct {
 // Health is GET /healthz's answer.
 type Health struct {
 	Status string `json:"status"`
+}
+
+// Ready is GET /readyz's body: Status "ready" or "unready", and the
+// failed checks ("state", "runtime docker", "shutdown"), each with a
+// code, never an error's text (the route is open).
+type Ready struct {
+	Status string      `json:"status"`
+	Failed []ReadyFail `json:"failed,omitempty"`
+}
+
+// ReadyFail is one failed readiness check.
+type ReadyFail struct {
+	Check string `json:"check"`
+	Code  Code   `json:"code,omitempty"`
 }
 
 // ErrorBody is the body of every non-2xx answer.

@@ -85,3 +85,11 @@ func As[T any](p Provider) (T, bool) {
 type TemplateCollector interface {
 	CollectTemplates(ctx context.Context, keep []string) ([]Resource, error)
 }
+
+// Pinger answers whether the runtime is reachable now, cheaply (the
+// Docker engine's ping, a read of the Kubernetes namespace): a replica's
+// readiness check asks it every few seconds. A provider without it counts
+// as reachable once connected.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}

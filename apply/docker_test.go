@@ -113,7 +113,9 @@ func TestApplyDockerStartFailures(t *testing.T) {
 		},
 		{
 			// initdb alone takes longer than this (scaled by the
-			// machine's load, up to 5×: still far too short).
+			// machine's load, up to 5×: still far too short); the
+			// fixture turns templates off, from which a quiet machine
+			// may start PostgreSQL within it.
 			name: "slow", features: config.FeatureSet{"postgres": {}}, ready: 300 * time.Millisecond,
 			want: []string{"sandbox.slow: create:", "not ready after", "try again"},
 		},
@@ -126,7 +128,7 @@ func TestApplyDockerStartFailures(t *testing.T) {
 					"redis": {Ref: envOr("SANDBOXER_TEST_REDIS_IMAGE", "sandboxer.local/redis:7"),
 						Modules: map[string]string{"search": "/nonexistent/redisearch.so"}},
 				},
-				MemoryMB: 512, PidsLimit: 512,
+				MemoryMB: 512, PidsLimit: 512, NoTemplate: true,
 			})
 			f.prov.ReadyTimeout = tc.ready
 			start := time.Now()

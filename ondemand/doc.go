@@ -22,6 +22,10 @@
 //   - Reap never waits for a lock: it try-locks (timeout 0) each address it
 //     is about to change and skips busy ones, so it is safe at any time.
 //     See reap.go.
+//   - The janitor (janitor.go) runs reap on one process of all those
+//     sharing a state: the holder of the janitor lock, an instance lock
+//     on an address no sandbox can have. Another takes over within one
+//     interval when it dies, at once when it stops.
 //
 // Holders (hold.go): a "last one out" rule across processes. A session
 // (an MCP client) holds what it requests by a lease in the state, taken

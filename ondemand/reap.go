@@ -95,6 +95,11 @@ type ReapReport struct {
 	Templates []Resource
 	Skipped   []Skip
 	Damaged   []Damaged // sorted by address
+	// Databases maps each database host's address to the per-test
+	// databases dropped there (lease passed, test process gone). The
+	// library's reap fills it (package databases does the work); Reaper
+	// leaves it nil.
+	Databases map[string][]string
 }
 
 // Reap runs one pass. Errors of single addresses are joined; the rest of

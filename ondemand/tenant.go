@@ -137,11 +137,15 @@ func (b *Broker) reserve(ctx context.Context, addr string) (func(), error) {
 		return nil, err
 	}
 	defer func() { _ = unlock() }()
-	snap, err := b.Store.Inspect(ctx)
+	// Reservations first, records second: a request records its instance
+	// before it drops its reservation, so whatever was reserved when the
+	// leases were read is in one read or the other. (The other order
+	// misses an instance recorded and unreserved between the two reads.)
+	leases, err := b.Store.HeldBy(ctx, at)
 	if err != nil {
 		return nil, err
 	}
-	leases, err := b.Store.HeldBy(ctx, at)
+	snap, err := b.Store.Inspect(ctx)
 	if err != nil {
 		return nil, err
 	}

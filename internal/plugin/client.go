@@ -180,6 +180,11 @@ func (c *Client) Create(ctx context.Context, req apply.CreateRequest) (*apply.Cr
 	return r.Created, r.Err.err()
 }
 
+// Ping asks the program whether its runtime answers (apply.Pinger).
+func (c *Client) Ping(ctx context.Context) error {
+	return c.errCall(ctx, "Ping", func(cl Call) any { return cl })
+}
+
 func (c *Client) Probe(ctx context.Context, rec *state.Record) error {
 	return c.errCall(ctx, "Probe", func(cl Call) any { return RecordArgs{Call: cl, Record: rec} })
 }

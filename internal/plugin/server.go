@@ -169,6 +169,18 @@ func (m *methods) Create(a CreateArgs, r *CreateReply) error {
 	return nil
 }
 
+// Ping answers for the runtime: the provider's own ping when it has one
+// (apply.Pinger), else the program's answer is the check.
+func (m *methods) Ping(a Call, r *ErrReply) error {
+	r.Err = run(m.s, a, "ping", func(ctx context.Context, p apply.Provider) error {
+		if pg, ok := apply.As[apply.Pinger](p); ok {
+			return pg.Ping(ctx)
+		}
+		return ctx.Err()
+	})
+	return nil
+}
+
 func (m *methods) Probe(a RecordArgs, r *ErrReply) error {
 	r.Err = run(m.s, a.Call, "probe", func(ctx context.Context, p apply.Provider) error {
 		return p.Probe(ctx, a.Record)

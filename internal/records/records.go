@@ -32,7 +32,8 @@ func Publish(r *state.Record) config.Publish {
 func Instance(r *state.Record) api.Instance {
 	in := api.Instance{Address: r.Address, Project: r.Project, Services: r.Services,
 		Features: config.FeatureSet(r.Features).Only(r.Services), AvailableExtensions: r.AvailableExtensions,
-		Endpoints: map[string]string{}, Generation: r.Generation, CreatedAt: r.CreatedAt.UTC(), OnDemand: r.OnDemand, Owner: r.Owner}
+		Endpoints: map[string]string{}, Generation: r.Generation, CreatedAt: r.CreatedAt.UTC(), OnDemand: r.OnDemand, Owner: r.Owner,
+		Runtime: r.RuntimeOf()}
 	if in.AvailableExtensions == nil {
 		in.AvailableExtensions = map[string][]string{}
 	}

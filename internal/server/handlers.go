@@ -110,6 +110,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 // on; one without a code is logged and answered 500.
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	e := sandboxer.Classify(err)
+	if s.metrics != nil {
+		s.metrics.failed(e.Code)
+	}
 	status, ok := statusOf[e.Code]
 	if !ok {
 		status = http.StatusInternalServerError

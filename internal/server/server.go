@@ -31,6 +31,9 @@ type Library interface {
 	Reset(ctx context.Context, address, name string) (*api.DataResult, error)
 	Database(ctx context.Context, address string, o sandboxer.DatabaseOptions) (*api.Sandbox, error)
 	DropDatabase(ctx context.Context, address, name string) error
+	// Levels and Ready serve operations: /metrics' gauges, /readyz.
+	Levels(ctx context.Context) ([]sandboxer.Level, error)
+	Ready(ctx context.Context) []sandboxer.ReadyCheck
 }
 
 var _ Library = (*sandboxer.Sandboxer)(nil)
@@ -48,6 +51,12 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	base    context.Context
+	// metrics count calls once ServeMetrics mounted them; nil: none.
+	metrics *Metrics
+	// draining: shutdown began (Drain), /readyz answers 503.
+	draining atomic.Bool
+	// unready is the failed checks /readyz last saw, to log changes.
+	unready atomic.Pointer[string]
 }
 
 // New returns the API handler. token must not be empty. logger gets one
@@ -70,6 +79,7 @@ func New(lib Library, token string, logger *slog.Logger, base context.Context) (
 	s := &Server{lib: lib, token: sha256.Sum256([]byte(token)), log: logger, mux: http.NewServeMux(), base: base}
 	s.tenants.Store(nil)
 	s.mux.HandleFunc("GET "+api.PathHealth, s.healthz)
+	s.mux.HandleFunc("GET "+api.PathReady, s.readyz)
 	s.mux.Handle("POST "+api.PathRequest, s.authed(s.request))
 	s.mux.Handle("POST "+api.PathRelease, s.authed(s.release))
 	s.mux.Handle("POST "+api.PathExtend, s.authed(s.extend))
@@ -83,14 +93,15 @@ func New(lib Library, token string, logger *slog.Logger, base context.Context) (
 }
 
 // Handle serves h at pattern behind the bearer token, as every route but
-// /healthz (serve mounts the MCP server's streamable HTTP endpoint).
-// Call it before serving.
+// /healthz and /readyz (serve mounts the MCP server's streamable HTTP
+// endpoint). Call it before serving.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, s.authed(h.ServeHTTP)) }
 
 // ServeHTTP logs the call and turns a panic into a plain 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rw := &recorder{ResponseWriter: w, status: http.StatusOK}
+	var route string // the route's pattern, the metrics' label
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -101,6 +112,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rw, http.StatusInternalServerError, api.CodeInternal, "internal error", nil)
 			}
 		}
+		if s.metrics != nil {
+			s.metrics.call(route, rw.status, rw.code)
+		}
 		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rw.status, "duration", time.Since(start).Round(time.Microsecond)}
 		if rw.tenant != "" {
 			attrs = append(attrs, "tenant", rw.tenant)
@@ -108,10 +122,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rw.addr != "" {
 			attrs = append(attrs, "address", rw.addr)
 		}
-		s.log.Info("call", attrs...)
+		level := slog.LevelInfo
+		if rw.status < 400 && quiet(r.URL.Path) {
+			level = slog.LevelDebug
+		}
+		s.log.Log(r.Context(), level, "call", attrs...)
 	}()
 	// Unknown paths and methods answer in JSON too.
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	if _, route = s.mux.Handler(r); route == "" {
+		route = "unmatched" // not the path: a client could name any
 		s.notFoundOrMethod(rw, r)
 		return
 	}
@@ -167,6 +186,7 @@ type recorder struct {
 	wrote  bool
 	addr   string
 	tenant string
+	code   api.Code // of an error answer
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -212,6 +232,9 @@ func (s *Server) callContext(r *http.Request) (context.Context, context.CancelFu
 }
 
 func writeError(w http.ResponseWriter, status int, code api.Code, msg string, allowed []string) {
+	if r, ok := w.(*recorder); ok {
+		r.code = code
+	}
 	writeJSON(w, status, api.ErrorBody{Error: msg, Code: code, Allowed: allowed})
 }
 

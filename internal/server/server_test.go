@@ -22,8 +22,10 @@ import (
 // (sandboxer.Classify).
 type fakeLibrary struct {
 	fakeData
-	lastKey string
-	calls   int
+	lastKey   string
+	calls     int
+	levelsErr error
+	unready   map[string]error
 }
 
 func (f *fakeLibrary) Request(ctx context.Context, address string, o sandboxer.RequestOptions) (*api.Sandbox, error) {
@@ -56,6 +58,23 @@ func (f *fakeLibrary) Database(ctx context.Context, address string, o sandboxer.
 }
 
 func (f *fakeLibrary) DropDatabase(ctx context.Context, address, name string) error { return nil }
+
+// Levels: two blocks, one with a pool; levelsErr fails the read.
+func (f *fakeLibrary) Levels(ctx context.Context) ([]sandboxer.Level, error) {
+	if f.levelsErr != nil {
+		return nil, f.levelsErr
+	}
+	return []sandboxer.Level{{Block: "sandbox.agent", Instances: 3}, {Block: "sandbox.warm", Instances: 1, PoolReady: 2, PoolSize: 4}}, nil
+}
+
+// Ready fails the checks named in unready.
+func (f *fakeLibrary) Ready(ctx context.Context) []sandboxer.ReadyCheck {
+	out := []sandboxer.ReadyCheck{{Name: "state"}, {Name: "runtime docker"}}
+	for i := range out {
+		out[i].Err = f.unready[out[i].Name]
+	}
+	return out
+}
 
 // Sandboxes has one damaged record beside the readable one.
 func (f *fakeLibrary) Sandboxes(ctx context.Context) (*api.SandboxList, error) {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -100,5 +101,48 @@ func TestTenantTokens(t *testing.T) {
 		if strings.Contains(out, secret) {
 			t.Errorf("the log holds a token or hash:\n%s", out)
 		}
+	}
+}
+
+// BenchmarkAuth is what a tenants file costs a call before the library
+// is reached: the operator's token on a server without tenants, against
+// a tenant's token found among 100 (make bench's benchtenants measures
+// the same through a real serve, cache hits included).
+func BenchmarkAuth(b *testing.B) {
+	const admin = "bench-admin-token"
+	var src strings.Builder
+	var tenantTok string
+	for i := range 100 {
+		tok := fmt.Sprintf("bench-tenant-token-%03d", i)
+		if i == 50 {
+			tenantTok = tok
+		}
+		fmt.Fprintf(&src, "tenant \"t%03d\" {\n  tokens = [%q]\n}\n", i, tenants.Hash(tok))
+	}
+	set, diags := tenants.Parse([]byte(src.String()), "t.hcl", []string{"agent"})
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	const body = `{"address":"sandbox.agent","key":"k"}`
+	for _, c := range []struct {
+		name, token string
+		tenants     *tenants.Set
+	}{{"single-token", admin, nil}, {"tenant-of-100", tenantTok, set}} {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := New(&fakeLibrary{}, admin, slog.New(slog.DiscardHandler), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.SetTenants(c.tenants)
+			for b.Loop() {
+				req := httptest.NewRequest("POST", api.PathRequest, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+c.token)
+				rec := httptest.NewRecorder()
+				s.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatalf("%d %s", rec.Code, rec.Body)
+				}
+			}
+		})
 	}
 }

@@ -41,7 +41,10 @@ func TestCreateMissingExtension(t *testing.T) {
 func TestCreateReadinessTimeout(t *testing.T) {
 	t.Parallel()
 	p, secrets := newTestProvider(t)
-	p.ReadyTimeout = 300 * time.Millisecond // initdb alone takes longer
+	// initdb alone takes longer; from a template data directory a
+	// quiet machine may start PostgreSQL within it, so none here.
+	p.cfg.NoTemplate = true
+	p.ReadyTimeout = 300 * time.Millisecond
 	lineage := newLineage(t, p)
 	start := time.Now()
 	_, err := p.Create(context.Background(), apply.CreateRequest{

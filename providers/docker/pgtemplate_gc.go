@@ -46,11 +46,19 @@ func (p *Provider) CollectTemplates(ctx context.Context, keep []string) ([]apply
 	}
 	var out []apply.Resource
 	var errs []error
+	// Templates made with a salt (tests') belong to whoever set it:
+	// another process's collection never takes them.
+	foreign := func(labels map[string]string) bool {
+		return p.templateSalt == "" && labels[labelTemplateSalt] != ""
+	}
 	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, p.engineErr("list template builders", err)
 	}
 	for _, c := range cs {
+		if foreign(c.Labels) {
+			continue
+		}
 		if time.Since(time.Unix(c.Created, 0)) < templateBuildTimeout+cleanupTimeout {
 			continue // perhaps still building
 		}
@@ -65,13 +73,19 @@ func (p *Provider) CollectTemplates(ctx context.Context, keep []string) ([]apply
 		return out, p.engineErr("list template volumes", err)
 	}
 	newest := map[string]*volume.Volume{}
+	var mine []*volume.Volume
 	for _, v := range vs.Volumes {
+		if !foreign(v.Labels) {
+			mine = append(mine, v)
+		}
+	}
+	for _, v := range mine {
 		k := v.Labels[labelTemplateKey]
 		if n := newest[k]; n == nil || v.CreatedAt > n.CreatedAt || (v.CreatedAt == n.CreatedAt && v.Name > n.Name) {
 			newest[k] = v
 		}
 	}
-	for _, v := range vs.Volumes {
+	for _, v := range mine {
 		if newest[v.Labels[labelTemplateKey]] == v && current[v.Labels[labelTemplateImage]] {
 			continue
 		}

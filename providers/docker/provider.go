@@ -109,6 +109,19 @@ func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provi
 	return p, nil
 }
 
+// Ping checks that the engine answers now (apply.Pinger: serve's
+// readiness).
+func (p *Provider) Ping(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := p.cli.Ping(pctx); err != nil {
+		return p.engineErr("ping", err)
+	}
+	return nil
+}
+
+var _ apply.Pinger = (*Provider)(nil)
+
 // Close releases the client's connections.
 func (p *Provider) Close() error {
 	return p.cli.Close()

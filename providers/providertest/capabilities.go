@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -57,6 +58,23 @@ func testInventory(t *testing.T, s *suite) {
 	}
 	if err := inv.DeleteManaged(ctx, items); err != nil {
 		t.Errorf("DeleteManaged of what is gone: %v", err)
+	}
+}
+
+// testPinger: a connected runtime answers its ping; a cancelled one
+// fails.
+func testPinger(t *testing.T, s *suite) {
+	pg, ok := apply.As[apply.Pinger](s.Provider)
+	if !ok {
+		t.Skip("no apply.Pinger")
+	}
+	if err := pg.Ping(s.ctx(t)); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	ctx, cancel := context.WithCancel(s.ctx(t))
+	cancel()
+	if err := pg.Ping(ctx); err == nil {
+		t.Error("Ping with a cancelled context succeeded")
 	}
 }
 

@@ -50,6 +50,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"CancelledCreateFails", testCancelledCreate},
 		{"Inventory", testInventory},
 		{"NetworkChecker", testNetworkChecker},
+		{"Pinger", testPinger},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

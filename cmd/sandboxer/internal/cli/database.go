@@ -10,7 +10,6 @@ import (
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/internal/views"
-	"github.com/sandboxer/sandboxer/ondemand"
 )
 
 // DatabaseOptions are the flags of `sandboxer database create|drop`.
@@ -62,7 +61,7 @@ func newDatabaseCreateCmd(f *Factory, runF func(*DatabaseOptions) error) *cobra.
 			return databaseCreateRun(cmd, opts)
 		},
 	}
-	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	opts.OnDemand.bind(cmd.Flags(), sandboxer.DefaultLockTimeout)
 	fs := cmd.Flags()
 	fs.StringArrayVar(&opts.SQL, "sql", nil, "a migration `FILE` for the template (repeatable, in order)")
 	fs.BoolVar(&opts.CreateDB, "createdb", false, "let the database's role create databases")
@@ -120,7 +119,7 @@ func newDatabaseDropCmd(f *Factory, runF func(*DatabaseOptions) error) *cobra.Co
 			return databaseDropRun(cmd, opts)
 		},
 	}
-	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	opts.OnDemand.bind(cmd.Flags(), sandboxer.DefaultLockTimeout)
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the outcome as JSON")
 	return cmd
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/config"
-	"github.com/sandboxer/sandboxer/ondemand"
 )
 
 // ExtendOptions are the flags of `sandboxer extend`.
@@ -41,7 +41,7 @@ func newExtendCmd(f *Factory, runF func(*ExtendOptions) error) *cobra.Command {
 			return extendRun(cmd, opts)
 		},
 	}
-	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	opts.OnDemand.bind(cmd.Flags(), sandboxer.DefaultLockTimeout)
 	cmd.Flags().StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
 	cmd.Flags().StringVar(&opts.TTL, "ttl", "", "new lifetime from now (e.g. 30m, 4h; at most 30d)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the instance (no credentials) as JSON")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer"
 )
 
 // The serve janitor warns about a damaged record when it first sees it,
@@ -21,9 +21,9 @@ func TestJanitorWarnsOncePerDamagedRecord(t *testing.T) {
 		return a
 	}
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: noTime}))
-	bad := ondemand.Damaged{Address: "sandbox.bad", Err: errors.New("record is damaged; fix: sandboxer state rm sandbox.bad")}
-	other := ondemand.Damaged{Address: "sandbox.new", Err: errors.New("newer schema")}
-	passes := [][]ondemand.Damaged{{bad}, {bad}, {bad, other}, {}, {bad}}
+	bad := sandboxer.DamagedRecord{Address: "sandbox.bad", Err: errors.New("record is damaged; fix: sandboxer state rm sandbox.bad")}
+	other := sandboxer.DamagedRecord{Address: "sandbox.new", Err: errors.New("newer schema")}
+	passes := [][]sandboxer.DamagedRecord{{bad}, {bad}, {bad, other}, {}, {bad}}
 	warned := map[string]bool{}
 	for _, p := range passes {
 		warned = warnDamaged(logger, p, warned)

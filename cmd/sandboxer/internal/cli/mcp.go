@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/internal/mcpserver"
-	"github.com/sandboxer/sandboxer/ondemand"
 )
 
 // MCPOptions are the flags of `sandboxer mcp`.
@@ -43,7 +43,7 @@ func newMCPCmd(f *Factory, runF func(*MCPOptions) error) *cobra.Command {
 			return mcpRun(cmd, opts)
 		},
 	}
-	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	opts.OnDemand.bind(cmd.Flags(), sandboxer.DefaultLockTimeout)
 	cmd.Flags().BoolVar(&opts.ReleaseOnDisconnect, "release-on-disconnect", false, "release every instance the session requested when it ends")
 	return cmd
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/internal/eventsink"
-	"github.com/sandboxer/sandboxer/ondemand"
 )
 
 // OnDemandOptions are the flags shared by request, release, extend, reap
@@ -28,6 +27,10 @@ type OnDemandOptions struct {
 	// Replica stamps every event (serve --replica); "" leaves them as
 	// they are.
 	Replica string
+	// sinkFor, when set, adds a sink made for the configuration (serve's
+	// metrics and dashboard recorder) beside the file and webhook; not a
+	// flag.
+	sinkFor func(*config.Config) events.Sink
 }
 
 // bind adds the shared flags; lockTimeout > 0 adds --lock-timeout with
@@ -66,6 +69,9 @@ func openOnDemand(f *Factory, o OnDemandOptions) (*onDemand, error) {
 	if err := s.openEvents(); err != nil {
 		s.close()
 		return nil, err
+	}
+	if o.sinkFor != nil {
+		s.sink = events.Multi{s.sink, o.sinkFor(cfg)}
 	}
 	if o.Replica != "" {
 		s.sink = events.Stamp(s.sink, o.Replica)
@@ -123,8 +129,6 @@ func (s *onDemand) close() {
 	}
 	s.closers = nil
 }
-
-func (s *onDemand) reaper() *ondemand.Reaper { return s.lib.Reaper() }
 
 // parseExtensionFlags turns repeated --extensions svc=f1,f2 into a map;
 // "svc" or "svc=" asks for the bare service.

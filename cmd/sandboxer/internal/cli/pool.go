@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer"
-	"github.com/sandboxer/sandboxer/ondemand"
 )
 
 // PoolOptions are the flags the pool subcommands share.
@@ -20,7 +19,7 @@ type PoolOptions struct {
 }
 
 func (o *PoolOptions) bind(cmd *cobra.Command) {
-	o.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	o.OnDemand.bind(cmd.Flags(), sandboxer.DefaultLockTimeout)
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the pool's status as JSON")
 }
 

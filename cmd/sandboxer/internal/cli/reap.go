@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer"
 )
 
 // ReapOptions are the flags of `sandboxer reap`.
@@ -57,7 +56,7 @@ func reapRun(cmd *cobra.Command, opts *ReapOptions) error {
 		return err
 	}
 	defer s.close()
-	rep, err := s.reaper().Reap(f.hard)
+	rep, err := s.lib.Reap(f.hard)
 	if opts.JSON {
 		if jerr := reapJSON(f.IO.Out, rep); jerr != nil {
 			return jerr
@@ -69,12 +68,11 @@ func reapRun(cmd *cobra.Command, opts *ReapOptions) error {
 		fmt.Fprintf(f.IO.Err, "Warning: %s: left alone, its state record cannot be read: %v\n", d.Address, d.Err)
 	}
 	// The per-test databases of dead test processes and passed leases.
-	dropped, derr := s.lib.ReapDatabases(f.hard)
-	for _, host := range slices.Sorted(maps.Keys(dropped)) {
+	for _, host := range slices.Sorted(maps.Keys(rep.Databases)) {
 		fmt.Fprintf(f.IO.Err, "%s: dropped %d database(s) of tests that ended without dropping them: %s\n",
-			host, len(dropped[host]), strings.Join(dropped[host], ", "))
+			host, len(rep.Databases[host]), strings.Join(rep.Databases[host], ", "))
 	}
-	return errors.Join(err, derr)
+	return err
 }
 
 type reapDoc struct {
@@ -85,6 +83,8 @@ type reapDoc struct {
 	Damaged []reapDamaged  `json:"damaged"`
 	// Templates are the unused template data directories removed.
 	Templates []reapResource `json:"templates,omitempty"`
+	// Databases are the per-test databases dropped, by host address.
+	Databases map[string][]string `json:"databases,omitempty"`
 }
 
 // reapDamaged is a record reap could not read, and so left alone.
@@ -105,8 +105,8 @@ type reapSkip struct {
 	Reason  string `json:"reason"`
 }
 
-func reapJSON(w io.Writer, rep *ondemand.ReapReport) error {
-	doc := reapDoc{Expired: append([]string{}, rep.Expired...), Unheld: rep.Unheld, Orphans: []reapResource{}, Skipped: []reapSkip{}, Damaged: []reapDamaged{}}
+func reapJSON(w io.Writer, rep *sandboxer.ReapReport) error {
+	doc := reapDoc{Expired: append([]string{}, rep.Expired...), Unheld: rep.Unheld, Orphans: []reapResource{}, Skipped: []reapSkip{}, Damaged: []reapDamaged{}, Databases: rep.Databases}
 	for _, o := range rep.Orphans {
 		doc.Orphans = append(doc.Orphans, reapResource{o.Kind, o.Name, o.Address, o.Generation})
 	}
@@ -127,7 +127,7 @@ func reapJSON(w io.Writer, rep *ondemand.ReapReport) error {
 // printReap writes one line per address, then, when the pass ended
 // without an error (complete), a summary: the error that follows a pass
 // that did not is never preceded by a success line.
-func printReap(w io.Writer, rep *ondemand.ReapReport, complete bool) {
+func printReap(w io.Writer, rep *sandboxer.ReapReport, complete bool) {
 	for _, a := range rep.Expired {
 		fmt.Fprintf(w, "%s: destroyed (its ttl has expired)\n", a)
 	}

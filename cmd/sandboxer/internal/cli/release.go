@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer"
 )
 
 // ReleaseOptions are the flags of `sandboxer release`.
@@ -37,7 +37,7 @@ func newReleaseCmd(f *Factory, runF func(*ReleaseOptions) error) *cobra.Command 
 			return releaseRun(cmd, opts)
 		},
 	}
-	opts.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	opts.OnDemand.bind(cmd.Flags(), sandboxer.DefaultLockTimeout)
 	cmd.Flags().StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the outcome as JSON")
 	return cmd

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/internal/views"
-	"github.com/sandboxer/sandboxer/ondemand"
 )
 
 // RequestOptions are the flags of `sandboxer request`.
@@ -53,7 +52,7 @@ func newRequestCmd(f *Factory, runF func(*RequestOptions) error) *cobra.Command 
 		},
 	}
 	fs := cmd.Flags()
-	opts.OnDemand.bind(fs, ondemand.DefaultLockTimeout)
+	opts.OnDemand.bind(fs, sandboxer.DefaultLockTimeout)
 	fs.StringVar(&opts.Key, "key", "", "the instance `KEY` (or give the address as sandbox.NAME[\"KEY\"])")
 	fs.BoolVar(&opts.CarryData, "carry-data", false, "if the instance must be replaced, carry its data (every service) into the new one")
 	fs.StringArrayVar(&opts.Extensions, "extensions", nil, "extra features for this call, `SERVICE=F1,F2` (repeatable)")

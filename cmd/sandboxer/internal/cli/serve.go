@@ -15,11 +15,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/events"
+	"github.com/sandboxer/sandboxer/internal/dashboard"
 	"github.com/sandboxer/sandboxer/internal/mcpserver"
 	"github.com/sandboxer/sandboxer/internal/server"
 	"github.com/sandboxer/sandboxer/internal/tenants"
-	"github.com/sandboxer/sandboxer/ondemand"
-	"github.com/sandboxer/sandboxer/state"
 )
 
 // ServeOptions are the flags of `sandboxer serve`.
@@ -32,9 +34,13 @@ type ServeOptions struct {
 	AddrFile        string
 	ReapInterval    time.Duration
 	ShutdownTimeout time.Duration
+	ShutdownDelay   time.Duration
 	LogFormat       string
 	// MCPReleaseOnDisconnect: see mcpserver.Options.ReleaseOnDisconnect.
 	MCPReleaseOnDisconnect bool
+	// Dashboard serves the live dashboard at / (its feed at
+	// /v1/dashboard).
+	Dashboard bool
 }
 
 // mcpPath is where serve offers the MCP server over streamable HTTP.
@@ -49,11 +55,14 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the on-demand API over HTTP for agents",
-		Long: "Serve POST /v1/request, /v1/release, /v1/extend, GET /v1/sandboxes and /healthz,\n" +
-			"sharing state and locks with the CLI. Every route but /healthz needs\n" +
-			"\"Authorization: Bearer TOKEN\"; the token comes from --token-file or\n" +
-			"SANDBOXER_API_TOKEN, and serve refuses to start without one. A janitor runs\n" +
-			"reap every --reap-interval. SIGTERM or Ctrl-C stops accepting calls and waits\n" +
+		Long: "Serve POST /v1/request, /v1/release, /v1/extend, GET /v1/sandboxes, /healthz,\n" +
+			"/readyz and /metrics, sharing state and locks with the CLI. Every route but\n" +
+			"/healthz and /readyz needs \"Authorization: Bearer TOKEN\"; the token comes from\n" +
+			"--token-file or SANDBOXER_API_TOKEN, and serve refuses to start without one.\n" +
+			"/metrics (Prometheus text) is the operator's token's only. /readyz answers 503\n" +
+			"when the state or a runtime does not answer, and from the first signal on. A\n" +
+			"janitor runs reap every --reap-interval on one replica of those sharing the\n" +
+			"state. SIGTERM or Ctrl-C stops accepting calls, hands the janitor over and waits\n" +
 			"for those in flight (a second one abandons them). GET /v1/sandboxes lists the\n" +
 			"on-demand instances, without credentials. The configuration is read once, at\n" +
 			"start: restart serve after changing it.\n\n" +
@@ -63,9 +72,15 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 			"is reread when it changes or on SIGHUP; a bad one is logged and the previous\n" +
 			"one kept. /mcp is stateless (any replica answers any call) unless\n" +
 			"--mcp-release-on-disconnect.\n\n" +
+			"A live dashboard is at / (open it in a browser and give it a token: the\n" +
+			"operator's shows everything, a tenant's only what it holds): instances with\n" +
+			"their TTLs counting down, pool levels, this process's last events and a chart\n" +
+			"of claim and cold-start latency over the last hour. The page carries no data;\n" +
+			"it polls GET /v1/dashboard with the token. --dashboard=false turns it off.\n\n" +
 			"Logs go to stderr through log/slog, one record per call (method, path,\n" +
 			"status, duration, address; never a body or a credential), as logfmt text or,\n" +
-			"with --log-format json, JSON lines.",
+			"with --log-format json, JSON lines; the dashboard's successful polls are not\n" +
+			"logged.",
 		Example: "  SANDBOXER_API_TOKEN=$(openssl rand -hex 16) sandboxer serve --listen 127.0.0.1:8080\n" +
 			"  sandboxer serve --token-file token.txt --listen 127.0.0.1:0 --addr-file addr.txt --log-format json\n" +
 			"  curl -H \"Authorization: Bearer $SANDBOXER_API_TOKEN\" -d '{\"address\":\"sandbox.agent\",\"key\":\"dev-7\",\"profile\":\"rag\",\"prefix\":\"ROBOCO_TEST_\"}' http://127.0.0.1:8080/v1/request",
@@ -78,15 +93,17 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	opts.OnDemand.bind(fs, ondemand.DefaultLockTimeout)
+	opts.OnDemand.bind(fs, sandboxer.DefaultLockTimeout)
 	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "`ADDR` to listen on (host:port; port 0 picks a free one)")
 	fs.StringVar(&opts.TokenFile, "token-file", "", "read the bearer token from `FILE` (else SANDBOXER_API_TOKEN)")
 	fs.StringVar(&opts.TenantsFile, "tenants", "", "accept the tenants of `FILE` (HCL; token hashes, blocks, quotas) beside the operator's token; reloaded on change or SIGHUP")
 	fs.StringVar(&opts.AddrFile, "addr-file", "", "write the address actually listened on to `FILE` once ready")
 	fs.DurationVar(&opts.ReapInterval, "reap-interval", time.Minute, "how often the janitor reaps (0 turns it off)")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 2*time.Minute, "how long shutdown waits for calls in flight")
+	fs.DurationVar(&opts.ShutdownDelay, "shutdown-delay", 0, "after the first signal, keep serving this long with /readyz answering 503 (while a balancer drops this replica) before closing the listener")
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log records as `text` (logfmt) or json")
 	fs.BoolVar(&opts.MCPReleaseOnDisconnect, "mcp-release-on-disconnect", false, "keep MCP sessions at /mcp in this process and release every instance a session requested when it ends (else /mcp is stateless: any replica answers, instances end by their ttl)")
+	fs.BoolVar(&opts.Dashboard, "dashboard", true, "serve the live dashboard at / (its data at GET /v1/dashboard, behind the token)")
 	fs.StringVar(&opts.OnDemand.Replica, "replica", "", "name this process in events and logs when several serve one state (also SANDBOXER_REPLICA; default HOST-PID with a PostgreSQL backend)")
 	return cmd
 }
@@ -123,7 +140,28 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if opts.ReapInterval < 0 {
 		return fmt.Errorf("--reap-interval must not be negative")
 	}
+	if opts.ShutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay must not be negative")
+	}
 	opts.OnDemand.Replica = replicaName(f, opts.OnDemand.Replica)
+	// The metrics and the dashboard's recorder hear the library's
+	// events, so they exist before it.
+	var recorder *dashboard.Recorder
+	if opts.Dashboard {
+		recorder = dashboard.NewRecorder()
+	}
+	var metrics *server.Metrics
+	opts.OnDemand.sinkFor = func(cfg *config.Config) events.Sink {
+		var blocks []string
+		for _, name := range onDemandBlocks(cfg) {
+			blocks = append(blocks, "sandbox."+name)
+		}
+		metrics = server.NewMetrics(blocks)
+		if recorder != nil {
+			return events.Multi{metrics, recorder}
+		}
+		return metrics
+	}
 	s, err := openOnDemand(f, opts.OnDemand)
 	if err != nil {
 		return err
@@ -141,6 +179,10 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	if recorder != nil {
+		api.ServeDashboard(dashboard.New(s.lib, recorder))
+	}
+	api.ServeMetrics(metrics)
 	if opts.TenantsFile != "" {
 		path := f.Path(opts.TenantsFile)
 		blocks := onDemandBlocks(s.lib.Config())
@@ -192,13 +234,16 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	}
 	logger.Info(fmt.Sprintf("listening on http://%s", ln.Addr()), "addr", ln.Addr().String(), "state", s.lib.Store().Describe())
 
+	// The janitor (the library's: one replica of those sharing the state
+	// leads) stops at the first signal, after the pass in progress, and
+	// releases its lock: another replica takes over at its next tick.
 	stopJanitor := make(chan struct{})
 	var janitor sync.WaitGroup
 	if opts.ReapInterval > 0 {
 		janitor.Add(1)
 		go func() {
 			defer janitor.Done()
-			runJanitor(f.hard, stopJanitor, opts.ReapInterval, s.reaper(), s.lib.ReapDatabases, s.lib.Store(), logger)
+			_ = s.lib.RunJanitor(f.hard, janitorOptions(opts.ReapInterval, stopJanitor, logger, metrics))
 		}()
 	}
 
@@ -222,11 +267,24 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down: no new calls; waiting for calls in flight", "timeout", opts.ShutdownTimeout)
+	// From here /readyz answers 503. The janitor returns after its pass,
+	// releasing its lock (another replica leads from its next tick), and
+	// the pool keeper stops. With --shutdown-delay calls are still served
+	// while a balancer notices; then the listener closes (no new call is
+	// accepted) and those in flight finish.
+	api.Drain()
 	close(stopJanitor)
+	stopPools()
+	if opts.ShutdownDelay > 0 {
+		logger.Info("draining: /readyz answers 503; still serving", "delay", opts.ShutdownDelay)
+		select {
+		case <-time.After(opts.ShutdownDelay):
+		case <-f.hard.Done():
+		}
+	}
+	logger.Info("shutting down: no new calls; waiting for calls in flight", "timeout", opts.ShutdownTimeout)
 	// MCP event streams stay open until their sessions end.
 	agents.Close()
-	stopPools()
 	sctx, cancel := context.WithTimeout(f.hard, opts.ShutdownTimeout)
 	defer cancel()
 	err = hs.Shutdown(sctx)
@@ -247,78 +305,46 @@ func serveLogger(f *Factory, format string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(f.IO.Err, nil))
 }
 
-// runJanitor reaps every interval until stop closes; a pass in progress
-// finishes first. A damaged record is logged when it is first seen (and
-// again after it was gone), not on every pass.
-//
-// Of several serve processes on one state (replicas), one reaps at a
-// time: the leader, which holds the janitor lock (an instance lock on an
-// address no sandbox can have) for as long as it runs. The others try it
-// on every tick, so when the leader dies (its lock dies with it) another
-// takes over within one interval.
-func runJanitor(ctx context.Context, stop <-chan struct{}, every time.Duration, r *ondemand.Reaper,
-	reapDatabases func(context.Context) (map[string][]string, error), store state.Backend, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+// janitorOptions log the library's janitor (and count it in the
+// metrics): leadership changes, what each pass did, its errors. A damaged
+// record is logged when it is first seen (and again after it was gone),
+// not on every pass.
+func janitorOptions(every time.Duration, stop <-chan struct{}, logger *slog.Logger, m *server.Metrics) sandboxer.JanitorOptions {
 	warned := map[string]bool{}
-	var release func() error
-	defer func() {
-		if release != nil {
-			_ = release()
-		}
-	}()
-	follower := false
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if release == nil {
-			unlock, err := store.LockInstance(ctx, janitorLock, "serve janitor", 0)
-			var le *state.LockedError
+	return sandboxer.JanitorOptions{Every: every, Interrupt: stop,
+		OnRole: func(r sandboxer.JanitorRole) {
 			switch {
-			case errors.As(err, &le):
-				if !follower {
-					logger.Info("janitor: another replica leads", "holder_pid", le.Holder.PID, "holder_host", le.Holder.Host)
-					follower = true
-				}
-				continue
-			case err != nil:
-				logger.Error("janitor: cannot take the janitor lock", "error", err.Error())
-				continue
+			case r.Err != nil:
+				logger.Error("janitor: cannot take the janitor lock", "error", r.Err.Error())
+			case r.Leads:
+				logger.Info("janitor: this replica leads")
+			default:
+				logger.Info("janitor: another replica leads", "holder_pid", r.Holder.PID, "holder_host", r.Holder.Host)
 			}
-			release = unlock
-			logger.Info("janitor: this replica leads")
-		}
-		rep, err := r.Reap(ctx)
-		if err != nil {
-			logger.Error("reap failed", "error", err.Error())
-		}
-		if rep == nil {
-			continue
-		}
-		warned = warnDamaged(logger, rep.Damaged, warned)
-		if len(rep.Expired) > 0 || len(rep.Orphans) > 0 {
-			logger.Info("reap", "expired", len(rep.Expired), "orphans", len(rep.Orphans), "skipped", len(rep.Skipped))
-		}
-		if reapDatabases != nil {
-			dropped, err := reapDatabases(ctx)
+			if m != nil && r.Err == nil {
+				m.SetJanitorLeader(r.Leads)
+			}
+		},
+		OnPass: func(rep *sandboxer.ReapReport, err error) {
+			if m != nil {
+				m.ObserveReap(rep, err)
+			}
 			if err != nil {
-				logger.Error("reap databases failed", "error", err.Error())
+				logger.Error("reap failed", "error", err.Error())
 			}
-			for host, names := range dropped {
+			warned = warnDamaged(logger, rep.Damaged, warned)
+			if len(rep.Expired) > 0 || len(rep.Orphans) > 0 || len(rep.Unheld) > 0 {
+				logger.Info("reap", "expired", len(rep.Expired), "unheld", len(rep.Unheld), "orphans", len(rep.Orphans), "skipped", len(rep.Skipped))
+			}
+			for host, names := range rep.Databases {
 				logger.Info("reap databases", "host", host, "dropped", len(names))
 			}
-		}
-	}
+		}}
 }
 
 // warnDamaged logs the damaged records not in warned, and returns the set
 // seen this pass.
-func warnDamaged(logger *slog.Logger, damaged []ondemand.Damaged, warned map[string]bool) map[string]bool {
+func warnDamaged(logger *slog.Logger, damaged []sandboxer.DamagedRecord, warned map[string]bool) map[string]bool {
 	seen := make(map[string]bool, len(damaged))
 	for _, d := range damaged {
 		seen[d.Address] = true
@@ -328,10 +354,6 @@ func warnDamaged(logger *slog.Logger, damaged []ondemand.Damaged, warned map[str
 	}
 	return seen
 }
-
-// janitorLock is the instance lock the leading janitor holds: not a
-// sandbox address (those start with "sandbox."), so no command contends.
-const janitorLock = "(serve janitor)"
 
 // replicaName is --replica, else SANDBOXER_REPLICA, else HOST-PID when
 // the state is in a database (where replicas share it), else "".

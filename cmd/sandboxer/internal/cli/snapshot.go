@@ -10,7 +10,6 @@ import (
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/config"
-	"github.com/sandboxer/sandboxer/ondemand"
 	"github.com/sandboxer/sandboxer/snapshot"
 )
 
@@ -103,7 +102,7 @@ func newResetCmd(f *Factory, runF func(*DataOptions) error) *cobra.Command {
 }
 
 func (o *DataOptions) bind(cmd *cobra.Command) {
-	o.OnDemand.bind(cmd.Flags(), ondemand.DefaultLockTimeout)
+	o.OnDemand.bind(cmd.Flags(), sandboxer.DefaultLockTimeout)
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the outcome as JSON")
 }
 
