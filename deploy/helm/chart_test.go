@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -276,6 +277,15 @@ func checkPod(t *testing.T, m manifests, d *appsv1.Deployment, tokenSecret, toke
 	if !slices.Contains(c.Args, "--chdir=/var/lib/sandboxer") {
 		t.Errorf("args %q: want --chdir to the configuration directory", c.Args)
 	}
+	// A stopping pod drains (--shutdown-delay) and finishes its calls
+	// (--shutdown-timeout) within its grace period.
+	delay, timeout := durationArg(t, c.Args, "--shutdown-delay"), durationArg(t, c.Args, "--shutdown-timeout")
+	if delay <= 0 {
+		t.Error("no --shutdown-delay: the endpoints would still send calls to a pod that closed its listener")
+	}
+	if g := spec.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= delay+timeout {
+		t.Errorf("terminationGracePeriodSeconds %v does not cover --shutdown-delay %s + --shutdown-timeout %s", g, delay, timeout)
+	}
 }
 
 func checkServiceAndPDB(t *testing.T, m manifests, d *appsv1.Deployment) {
@@ -345,4 +355,19 @@ func checkRBAC(t *testing.T, m manifests, sandboxNS string) {
 			t.Errorf("unexpected ClusterRole %s", cr.Name)
 		}
 	}
+}
+
+// durationArg is the value of a --flag=DURATION argument (0 if absent).
+func durationArg(t *testing.T, args []string, flag string) time.Duration {
+	t.Helper()
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+			return d
+		}
+	}
+	return 0
 }
