@@ -53,6 +53,10 @@ if [ "${#refs[@]}" -eq 0 ]; then
   log "no sandboxer.local/ images in Docker (make images); none imported"
   exit 0
 fi
+case " ${refs[*]} " in
+*" sandboxer.local/sandboxer:"*) ;;
+*) log "no sandboxer.local/sandboxer image (make image builds it, for deploy/helm's chart)" ;;
+esac
 seen="$KUBE_STORE.imported"
 touch "$seen"
 have="$(ctrk images ls -q)"
