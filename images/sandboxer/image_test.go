@@ -24,18 +24,7 @@ const imageEnv = "SANDBOXER_TEST_IMAGE"
 // capabilities (as the chart runs it), and holds both programs, the CA
 // bundle and no shell.
 func TestImage(t *testing.T) {
-	testenv.RequireDocker(t)
-	version := testenv.SourceVersion(t)
-	ref := os.Getenv(imageEnv)
-	if ref == "" {
-		ref = "sandboxer.local/sandboxer:" + version
-	}
-	if _, err := docker("image", "inspect", ref); err != nil {
-		if testenv.Required() {
-			t.Fatalf("no image %s (make image builds it), and %s=1 requires one: %v", ref, testenv.RequireEnv, err)
-		}
-		t.Skipf("no image %s (make image builds it; %s names another)", ref, imageEnv)
-	}
+	ref, version := image(t)
 
 	user, err := docker("image", "inspect", "--format", "{{.Config.User}}", ref)
 	if err != nil {
@@ -109,6 +98,25 @@ func imageFiles(t *testing.T, ref string) map[string]os.FileMode {
 		t.Fatalf("docker export %s: %v", name, err)
 	}
 	return files
+}
+
+// image is the image to check and the source's version; it skips (or
+// fails, with SANDBOXER_REQUIRE_DOCKER=1) without an engine or the image.
+func image(t *testing.T) (ref, version string) {
+	t.Helper()
+	testenv.RequireDocker(t)
+	version = testenv.SourceVersion(t)
+	ref = os.Getenv(imageEnv)
+	if ref == "" {
+		ref = "sandboxer.local/sandboxer:" + version
+	}
+	if _, err := docker("image", "inspect", ref); err != nil {
+		if testenv.Required() {
+			t.Fatalf("no image %s (make image builds it), and %s=1 requires one: %v", ref, testenv.RequireEnv, err)
+		}
+		t.Skipf("no image %s (make image builds it; %s names another)", ref, imageEnv)
+	}
+	return ref, version
 }
 
 func docker(args ...string) (string, error) {
