@@ -178,6 +178,8 @@ func TestChartRefuses(t *testing.T) {
 	for name, tc := range map[string]struct{ values, want string }{
 		"an existing ConfigMap without keys": {"config: {existingConfigMap: ops}", "needs config.files to name the keys"},
 		"both PDB bounds":                    {"podDisruptionBudget: {maxUnavailable: 1, minAvailable: 1}", "not both"},
+		"a misspelt value":                   {"replicaCount: 3", "additional properties 'replicaCount' not allowed"},
+		"an inline secret":                   {"apiToken: {value: s3cret}", "additional properties 'value' not allowed"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := t.TempDir() + "/values.yaml"
