@@ -122,7 +122,7 @@ func TestAuthenticatorCacheBounded(t *testing.T) {
 	}
 	calls := r.calls.Load()
 	_, _ = a.Authenticate(context.Background(), fmt.Sprintf("t%d", CacheSize+9)) // the newest is kept
-	_, _ = a.Authenticate(context.Background(), "t0")                           // the oldest is gone
+	_, _ = a.Authenticate(context.Background(), "t0")                            // the oldest is gone
 	if got := r.calls.Load() - calls; got != 1 {
 		t.Errorf("%d reviews, want 1 (t0 only)", got)
 	}
