@@ -59,6 +59,11 @@ func (a *Authenticator) Audience() string { return a.audience }
 // when it is not one valid for the audience, or ErrUnavailable when the
 // API server cannot say (that answer is not kept).
 func (a *Authenticator) Authenticate(ctx context.Context, token string) (Identity, error) {
+	if !jwtShaped(token) {
+		// A ServiceAccount token is a JWT. Anything else (a mistyped
+		// tenant token, noise) is refused here and never sent on.
+		return Identity{}, ErrUnauthenticated
+	}
 	sum := sha256.Sum256([]byte(token))
 	now := a.now()
 	if e, ok := a.lookup(sum, now); ok {
@@ -138,6 +143,20 @@ func (a *Authenticator) Len() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.cache)
+}
+
+// jwtShaped reports whether token is three non-empty base64url parts.
+func jwtShaped(token string) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || len(token) > 16<<10 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // expiry is the exp claim of a JWT, read without checking its signature:

@@ -74,9 +74,11 @@ func TestAuthenticatorCache(t *testing.T) {
 		}
 	}
 	check(good, nil, 1)
-	check(good, nil, 1) // kept
-	check("not-a-jwt", ErrUnauthenticated, 2)
-	check("not-a-jwt", ErrUnauthenticated, 2) // refusals are kept too
+	check(good, nil, 1)                       // kept
+	check("not-a-jwt", ErrUnauthenticated, 1) // never sent to the API server
+	unknown := jwt(0, "unknown")
+	check(unknown, ErrUnauthenticated, 2)
+	check(unknown, ErrUnauthenticated, 2) // refusals are kept too
 	// Revoked at the API server: still accepted within CacheTTL, refused after.
 	r.revoke(good)
 	now = now.Add(CacheTTL - time.Second)
@@ -115,19 +117,19 @@ func TestAuthenticatorCacheBounded(t *testing.T) {
 	a.now = func() time.Time { return now }
 	for i := range CacheSize + 10 {
 		now = now.Add(time.Millisecond)
-		_, _ = a.Authenticate(context.Background(), fmt.Sprintf("t%d", i))
+		_, _ = a.Authenticate(context.Background(), jwt(0, fmt.Sprint(i)))
 	}
 	if a.Len() != CacheSize {
 		t.Errorf("%d answers kept, want %d", a.Len(), CacheSize)
 	}
 	calls := r.calls.Load()
-	_, _ = a.Authenticate(context.Background(), fmt.Sprintf("t%d", CacheSize+9)) // the newest is kept
-	_, _ = a.Authenticate(context.Background(), "t0")                            // the oldest is gone
+	_, _ = a.Authenticate(context.Background(), jwt(0, fmt.Sprint(CacheSize+9))) // the newest is kept
+	_, _ = a.Authenticate(context.Background(), jwt(0, "0"))                     // the oldest is gone
 	if got := r.calls.Load() - calls; got != 1 {
 		t.Errorf("%d reviews, want 1 (t0 only)", got)
 	}
 	now = now.Add(CacheTTL)
-	_, _ = a.Authenticate(context.Background(), "new")
+	_, _ = a.Authenticate(context.Background(), jwt(0, "new"))
 	if a.Len() != 1 {
 		t.Errorf("%d answers kept after all expired, want 1", a.Len())
 	}
@@ -151,6 +153,15 @@ func TestAuthenticatorOneReviewAtATime(t *testing.T) {
 	wg.Wait()
 	if n := r.calls.Load(); n != 1 {
 		t.Errorf("%d reviews for 20 concurrent calls, want 1", n)
+	}
+}
+
+func TestJWTShaped(t *testing.T) {
+	for tok, want := range map[string]bool{jwt(0, "a"): true, "a.b.c": true, "a.b": false, "a..c": false, "a.b.c.d": false,
+		"a.b+.c": false, "acme-token-1": false, "": false} {
+		if jwtShaped(tok) != want {
+			t.Errorf("jwtShaped(%q) = %v", tok, !want)
+		}
 	}
 }
 

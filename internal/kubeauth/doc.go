@@ -10,6 +10,9 @@
 //     ErrUnauthenticated. Which tenant that ServiceAccount is, is the
 //     tenants file's business (tenants.Set.ServiceAccount), not this
 //     package's.
+//   - Only a JWT-shaped token is sent to the API server: a ServiceAccount
+//     token is one, and anything else (a mistyped tenant token) is
+//     refused without leaving the process.
 //   - An API server that cannot answer is ErrUnavailable, never a
 //     refusal and never a success: serve answers 503 and the agent tries
 //     again.
