@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,11 @@ const CacheTTL = 30 * time.Second
 // go, and then the oldest.
 const CacheSize = 4096
 
+// MaxInFlight bounds the reviews waiting on the API server at once: a
+// flood of made-up tokens costs the cluster at most this many calls at a
+// time (the others wait their turn, or their caller's end).
+const MaxInFlight = 16
+
 // Reviewer asks the API server about a token (*Conn.Review).
 type Reviewer interface {
 	Review(ctx context.Context, token, audience string) (Identity, error)
@@ -35,9 +41,10 @@ type Authenticator struct {
 	audience string
 	now      func() time.Time
 
-	group singleflight.Group
-	mu    sync.Mutex
-	cache map[[32]byte]entry
+	group    singleflight.Group
+	inFlight chan struct{}
+	mu       sync.Mutex
+	cache    map[[32]byte]entry
 }
 
 type entry struct {
@@ -49,7 +56,8 @@ type entry struct {
 
 // NewAuthenticator verifies tokens through r for audience.
 func NewAuthenticator(r Reviewer, audience string) *Authenticator {
-	return &Authenticator{reviewer: r, audience: audience, now: time.Now, cache: map[[32]byte]entry{}}
+	return &Authenticator{reviewer: r, audience: audience, now: time.Now, cache: map[[32]byte]entry{},
+		inFlight: make(chan struct{}, MaxInFlight)}
 }
 
 // Audience is the audience tokens must be for.
@@ -76,6 +84,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Identit
 	}
 	key := string(sum[:])
 	v, err, _ := a.group.Do(key, func() (any, error) {
+		select {
+		case a.inFlight <- struct{}{}:
+			defer func() { <-a.inFlight }()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
+		}
 		// Not the first caller's cancellation: others wait on this call
 		// (the connection's client bounds it).
 		id, err := a.reviewer.Review(context.WithoutCancel(ctx), token, a.audience)

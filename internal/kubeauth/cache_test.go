@@ -175,3 +175,54 @@ func TestExpiry(t *testing.T) {
 		}
 	}
 }
+
+// blockingReviewer holds every review until released, counting those
+// waiting at once.
+type blockingReviewer struct {
+	release chan struct{}
+	now     atomic.Int32
+	most    atomic.Int32
+}
+
+func (b *blockingReviewer) Review(ctx context.Context, token, audience string) (Identity, error) {
+	n := b.now.Add(1)
+	defer b.now.Add(-1)
+	for {
+		m := b.most.Load()
+		if n <= m || b.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	<-b.release
+	return Identity{}, ErrUnauthenticated
+}
+
+// Made-up tokens, each new, cost the API server at most MaxInFlight
+// reviews at a time; a caller that gives up while waiting gets
+// ErrUnavailable.
+func TestAuthenticatorInFlightBound(t *testing.T) {
+	b := &blockingReviewer{release: make(chan struct{})}
+	a := NewAuthenticator(b, "sandboxer")
+	var wg sync.WaitGroup
+	for i := range 3 * MaxInFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = a.Authenticate(context.Background(), jwt(0, fmt.Sprint(i)))
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.now.Load() < MaxInFlight && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := a.Authenticate(ctx, jwt(0, "late")); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("a caller that gave up waiting: %v, want unavailable", err)
+	}
+	close(b.release)
+	wg.Wait()
+	if m := b.most.Load(); m != MaxInFlight {
+		t.Errorf("%d reviews at once, want %d", m, MaxInFlight)
+	}
+}

@@ -13,6 +13,8 @@
 //   - Only a JWT-shaped token is sent to the API server: a ServiceAccount
 //     token is one, and anything else (a mistyped tenant token) is
 //     refused without leaving the process.
+//   - At most MaxInFlight reviews wait on the API server at once, and the
+//     calls with one token that arrive together make one.
 //   - An API server that cannot answer is ErrUnavailable, never a
 //     refusal and never a success: serve answers 503 and the agent tries
 //     again.

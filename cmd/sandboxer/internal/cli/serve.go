@@ -206,6 +206,9 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	if accounts != nil {
 		api.SetServiceAccounts(accounts)
 		logger.Info("ServiceAccount tokens accepted", "audience", accounts.Audience())
+		if opts.TenantsFile == "" {
+			logger.Warn("--kube-auth without --tenants: no tenant admits a ServiceAccount, so their tokens are refused")
+		}
 	}
 	if opts.TenantsFile != "" {
 		path := f.Path(opts.TenantsFile)
