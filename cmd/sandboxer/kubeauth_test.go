@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/apiclient"
 	"github.com/sandboxer/sandboxer/internal/tenants"
 	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/state"
@@ -166,6 +167,18 @@ func TestServeKubeAuth(t *testing.T) {
 	}
 	if got, want := list(admin), []string{r.Address + " runner", h.Address + " team"}; !slices.Equal(got, want) {
 		t.Errorf("the operator's list: %v, want %v", got, want)
+	}
+	// The Go client reads a projected token from its file at each call.
+	tokFile := filepath.Join(dir, "projected-token")
+	if err := os.WriteFile(tokFile, []byte(runnerTok), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, err := apiclient.New(base, "", apiclient.WithTokenFile(tokFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := client.List(ctx); err != nil || len(got) != 1 || got[0].Address != r.Address || got[0].Owner != "runner" {
+		t.Errorf("the runner's list through apiclient with a token file: %v %+v", err, got)
 	}
 	if status, data := call(base, helperTok, "POST", api.PathExtend, `{"address":"`+strings.ReplaceAll(r.Address, `"`, `\"`)+`","ttl":"5m"}`); status != 404 {
 		t.Errorf("the helper extending the runner's: %d %s, want 404", status, data)
