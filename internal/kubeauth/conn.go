@@ -112,7 +112,6 @@ func tlsConfig(ca, cert, key []byte, insecure bool, serverName string) (*tls.Con
 
 func httpClient(tc *tls.Config) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tc
-	tr.Proxy = nil // the API server is reached directly
+	tr.TLSClientConfig = tc // the proxy settings stay the environment's, as kubectl's
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
