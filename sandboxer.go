@@ -34,6 +34,10 @@ type Options struct {
 	Vars map[string]string
 	// VarFiles are read in order, as --var-file (relative to DIR).
 	VarFiles []string
+	// VarArgs are --var and --var-file in command-line order (paths as
+	// given, relative to the working directory), applied after Vars and
+	// VarFiles: a front end that keeps its command line's order.
+	VarArgs []config.VarArg
 	// Environ is the environment SBX_VAR_* variables (and the state key,
 	// SANDBOXER_STATE_KEY and the others of state.KeyringFromEnv) are read from;
 	// nil means os.Environ().
@@ -192,6 +196,7 @@ func (o Options) input(dir string) config.Input {
 	for _, n := range names {
 		args = append(args, config.VarArg{Value: n + "=" + o.Vars[n]})
 	}
+	args = append(args, o.VarArgs...)
 	env := o.Environ
 	if env == nil {
 		env = os.Environ()
