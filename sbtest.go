@@ -199,7 +199,9 @@ func runTestFile(ctx context.Context, dir string, opts Options, to TestOptions, 
 		}
 		switch rr.Status {
 		case TestError:
-			stop = true // the state may be half-made: Terraform skips the rest too
+			// After a failed apply the state may be half-made: skip the
+			// rest, as Terraform does. A plan changed nothing.
+			stop = stop || run.Command == config.TestCommandApply
 			fr.Status = TestError
 		case TestFail:
 			if fr.Status == TestPass {

@@ -2,7 +2,9 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -183,7 +185,13 @@ func (c *Config) EvalAssertions(a Assertions, vars map[string]cty.Value) (proble
 		v, d := as.Condition.Value(ctx)
 		if d.HasErrors() {
 			errored = true
-			fail(what+" could not be evaluated", d.Error())
+			first := d.Errs()[0]
+			var de *hcl.Diagnostic
+			msg := first.Error()
+			if errors.As(first, &de) {
+				msg = strings.TrimSuffix(de.Summary+": "+de.Detail, ".") + "."
+			}
+			fail(what+" could not be evaluated", msg)
 			continue
 		}
 		v, err := convert.Convert(v, cty.Bool)

@@ -23,6 +23,8 @@ func policyCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 		"tfplan": cmdTFPlan,
 		// backend blocks (backend_config_postgres.txtar)
 		"pgbackendhcl": cmdPgBackendHCL,
+		// sandboxer test's JUnit report (test_*.txtar)
+		"junit": cmdJUnit,
 	}
 }
 

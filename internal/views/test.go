@@ -160,7 +160,7 @@ func failureMessage(diags hcl.Diagnostics) string {
 	if len(errs) == 0 {
 		return "failed"
 	}
-	msg := errs[0].Summary + ": " + config.Message(errs[0])
+	msg, _, _ := strings.Cut(errs[0].Summary+": "+config.Message(errs[0]), "\n")
 	if len(errs) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(errs)-1)
 	}
