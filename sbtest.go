@@ -139,10 +139,8 @@ func RunTests(ctx context.Context, dir string, opts Options, to TestOptions) (*T
 		report.Files = append(report.Files, fr)
 		hookFileStart(to.Hook, fr)
 		if d := byName[tf.Name]; d.HasErrors() {
+			// No run of a file that does not decode is run (nor counted).
 			fr.Diagnostics, fr.Status = d, TestError
-			for _, r := range tf.Runs {
-				fr.Runs = append(fr.Runs, &TestRunResult{Name: r.Name, Command: r.Command, Status: TestSkip})
-			}
 			fr.Duration = time.Since(fr.Started)
 			hookFileDone(to.Hook, fr)
 			continue

@@ -157,7 +157,8 @@ func DecodeTestFile(name string, src []byte) (*TestFile, hcl.Diagnostics) {
 				continue
 			}
 			if prev, ok := seen[name]; ok {
-				diags = append(diags, duplicateDiag("run", name, prev, b.DefRange))
+				diags = append(diags, errorDiag("Duplicate run block",
+					fmt.Sprintf("A run named %q was already declared at %s. Run names must be unique within a test file.", name, prev), b.DefRange))
 				continue
 			}
 			seen[name] = b.DefRange

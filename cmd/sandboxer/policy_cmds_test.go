@@ -24,7 +24,8 @@ func policyCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 		// backend blocks (backend_config_postgres.txtar)
 		"pgbackendhcl": cmdPgBackendHCL,
 		// sandboxer test's JUnit report (test_*.txtar)
-		"junit": cmdJUnit,
+		"junit":           cmdJUnit,
+		"addresslabelled": cmdAddressLabelled,
 	}
 }
 

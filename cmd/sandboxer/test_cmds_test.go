@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -105,4 +106,31 @@ func cmdJUnit(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Stdout().Write([]byte(out.String()))
+}
+
+// cmdAddressLabelled asserts how many containers, networks and volumes
+// carry a sandbox address label, whatever their state's lineage (a
+// sandboxer test's state is gone when it ends):
+//
+//	addresslabelled ADDR N
+func cmdAddressLabelled(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: addresslabelled ADDR N")
+	}
+	want, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	filter := "label=dev.sandboxer.address=" + args[0]
+	got := 0
+	for _, argv := range [][]string{
+		{"ps", "-aq", "--filter", filter},
+		{"network", "ls", "-q", "--filter", filter},
+		{"volume", "ls", "-q", "--filter", filter},
+	} {
+		out, err := exec.Command("docker", argv...).Output()
+		ts.Check(err)
+		got += len(strings.Fields(string(out)))
+	}
+	if got != want {
+		ts.Fatalf("addresslabelled: %d containers, networks and volumes carry address %s, want %d", got, args[0], want)
+	}
 }
