@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sandboxer/sandboxer/config"
@@ -92,7 +94,7 @@ func ChooseBackend(in BackendInput) (BackendChoice, error) {
 		}
 	case strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://"):
 		if in.StatePath != "" {
-			return c, fmt.Errorf("--state names a state file, but %s chooses a PostgreSQL backend; use one of them", what)
+			return c, fmt.Errorf("--state names a state file, but a PostgreSQL backend is chosen (by %s); use one of them", what)
 		}
 		c.URL = where
 	default:
@@ -120,6 +122,17 @@ type backendRecord struct {
 	Path        string `json:"path,omitempty"`
 	URL         string `json:"url,omitempty"`
 	PasswordEnv string `json:"password_env,omitempty"`
+	// MigratedTo are the backends state migrate copied this state to
+	// since (key): a configuration that chooses one of them next has
+	// not lost its state.
+	MigratedTo []string `json:"migrated_to,omitempty"`
+}
+
+func (r backendRecord) key() string {
+	if r.Type == "file" {
+		return "file:" + r.Path
+	}
+	return "postgres:" + r.URL
 }
 
 // BackendRecordFile is where the last used backend is recorded, under
@@ -134,7 +147,29 @@ func recordOf(dir string, c BackendChoice, decl *config.BackendDecl) backendReco
 		}
 		return backendRecord{Type: "file", Path: p}
 	}
-	return backendRecord{Type: "postgres", URL: decl.URL, PasswordEnv: decl.PasswordEnv}
+	r := backendRecord{Type: "postgres", URL: passwordless(c.URL)}
+	if decl != nil && decl.Type == "postgres" {
+		r.PasswordEnv = decl.PasswordEnv
+	}
+	return r
+}
+
+// passwordless is a PostgreSQL URL without its password (in the user
+// part or as a password parameter), for the record and for comparing.
+func passwordless(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	if p.User != nil {
+		p.User = url.User(p.User.Username())
+	}
+	q := p.Query()
+	if q.Has("password") {
+		q.Del("password")
+		p.RawQuery = q.Encode()
+	}
+	return p.String()
 }
 
 func (r backendRecord) describe() string {
@@ -194,11 +229,14 @@ func checkBackendRecord(dir string, c BackendChoice, decl *config.BackendDecl, g
 	if err := json.Unmarshal(b, &was); err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	if was.Type == now.Type && was.Path == now.Path && was.URL == now.URL {
+	if was.key() == now.key() {
 		if was.PasswordEnv != now.PasswordEnv {
 			return RecordBackend(dir, c, decl)
 		}
 		return nil
+	}
+	if slices.Contains(was.MigratedTo, now.key()) {
+		return RecordBackend(dir, c, decl) // the state was copied there: now the one used
 	}
 	e := &BackendChangedError{Was: was.describe(), Now: now.describe(), Dir: dir, Choice: c}
 	e.From = was.where(getenv)
@@ -220,6 +258,31 @@ func RecordBackend(dir string, c BackendChoice, decl *config.BackendDecl) error 
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+// RecordMigration notes that state migrate copied the configuration
+// directory's state to dst, so that a configuration that chooses dst
+// next is not told its backend changed.
+func RecordMigration(dir string, dst BackendChoice) error {
+	path := filepath.Join(dir, BackendRecordFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	var r backendRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	k := recordOf(dir, dst, nil).key()
+	if k == r.key() || slices.Contains(r.MigratedTo, k) {
+		return nil
+	}
+	r.MigratedTo = append(r.MigratedTo, k)
+	out, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(out, '\n'), 0o600)
 }
 
 // openBackend opens the chosen state with the key state.KeyringFromEnv

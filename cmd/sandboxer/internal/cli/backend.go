@@ -42,18 +42,23 @@ type backends struct {
 // -backend-config does. A backend block that changed since the state
 // was last used is a *sandboxer.BackendChangedError.
 func (f *Factory) choice() (sandboxer.BackendChoice, error) {
+	return f.choiceWith(f.Global.State)
+}
+
+// choiceWith is choice with statePath as --state.
+func (f *Factory) choiceWith(statePath string) (sandboxer.BackendChoice, error) {
 	decl, err := f.configBackend()
 	if err != nil && f.Global.Backend == "" && f.Getenv(EnvBackendURL) == "" {
 		// A backend block that does not decode is not the state file
 		// (nor recorded as the backend used).
-		path := f.Path(f.Global.State)
+		path := f.Path(statePath)
 		if path == "" {
 			path = filepath.Join(f.Dir(), ".sandboxer", "state.db")
 		}
 		return sandboxer.BackendChoice{StatePath: path, Source: "the backend block"}, err
 	}
 	return sandboxer.ChooseBackend(sandboxer.BackendInput{Dir: f.Dir(), Flag: f.Global.Backend,
-		StatePath: f.Global.State, Decl: decl, Getenv: f.Getenv})
+		StatePath: statePath, Decl: decl, Getenv: f.Getenv})
 }
 
 // backendChoice is the chosen backend as --backend takes it: a

@@ -110,7 +110,14 @@ func stateMigrateRun(cmd *cobra.Command, opts *StateMoveOptions) error {
 	// source is the backend last used and the target, unless --to says
 	// otherwise, the one the configuration now chooses (Terraform's init
 	// -migrate-state).
-	choice, cerr := f.choice()
+	// --state names the file side, whichever it is: not a conflict here.
+	choice, cerr := f.choiceWith("")
+	if f.Global.State != "" {
+		choice.StatePath = f.Path(f.Global.State)
+		if choice.URL == "" {
+			choice.ByConfig, cerr = false, nil // the file named: an explicit choice
+		}
+	}
 	var changed *sandboxer.BackendChangedError
 	srcWhere, srcPath, dstPath := choice.URL, choice.StatePath, choice.StatePath
 	switch {
@@ -171,11 +178,17 @@ func stateMigrateRun(cmd *cobra.Command, opts *StateMoveOptions) error {
 	if err := imp.Import(ctx, snap); err != nil {
 		return err
 	}
-	// The target is what the configuration chooses: record it, so later
-	// commands use it without being told the backend changed.
-	if choice.ByConfig && dstURL == choice.URL {
+	// The configuration's state is at the target now: the backend it
+	// chooses, when it was the target, is recorded as the one used;
+	// another target is noted, so that choosing it later is no change.
+	switch dstChoice := (sandboxer.BackendChoice{URL: dstURL, StatePath: dstPath}); {
+	case changed != nil && dstURL == choice.URL && dstPath == choice.StatePath:
 		decl, _ := f.configBackend()
 		if err := sandboxer.RecordBackend(f.Dir(), choice, decl); err != nil {
+			return err
+		}
+	case changed != nil || choice.ByConfig:
+		if err := sandboxer.RecordMigration(f.Dir(), dstChoice); err != nil {
 			return err
 		}
 	}
