@@ -191,6 +191,9 @@ func runTestFile(ctx context.Context, dir string, opts Options, to TestOptions, 
 	for _, run := range tf.Runs {
 		rr := &TestRunResult{Name: run.Name, Command: run.Command, Status: TestSkip, Started: time.Now()}
 		fr.Runs = append(fr.Runs, rr)
+		if closed(opts.Interrupt) {
+			stop = true // Ctrl-C: no new run starts; what was made is torn down
+		}
 		if !stop {
 			t.run(ctx, run, rr)
 			rr.Duration = time.Since(rr.Started)
@@ -385,6 +388,15 @@ func (o Options) environ() []string {
 		return os.Environ()
 	}
 	return o.Environ
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func hookFileStart(h TestHook, f *TestFileResult) {

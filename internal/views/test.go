@@ -2,6 +2,7 @@ package views
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -61,6 +62,48 @@ func testStatus(s sandboxer.TestStatus, c Colorizer) string {
 		return c.Yellow(string(s))
 	}
 	return c.Red(string(s))
+}
+
+// TestJSON is the report as one JSON object, for tools: every file
+// with its runs, their status, seconds and diagnostics (validate
+// --json's shape), and the counts.
+func TestJSON(w io.Writer, r *sandboxer.TestReport) error {
+	type run struct {
+		Name        string           `json:"name"`
+		Command     string           `json:"command"`
+		Status      string           `json:"status"`
+		Seconds     float64          `json:"seconds"`
+		Diagnostics []JSONDiagnostic `json:"diagnostics"`
+	}
+	type file struct {
+		Name        string           `json:"name"`
+		Status      string           `json:"status"`
+		Runs        []run            `json:"runs"`
+		Diagnostics []JSONDiagnostic `json:"diagnostics"`
+	}
+	passed, failed, skipped := r.Counts()
+	doc := struct {
+		Status      string           `json:"status"`
+		Passed      int              `json:"passed"`
+		Failed      int              `json:"failed"`
+		Skipped     int              `json:"skipped"`
+		Files       []file           `json:"files"`
+		Diagnostics []JSONDiagnostic `json:"diagnostics"`
+	}{Status: "pass", Passed: passed, Failed: failed, Skipped: skipped, Files: []file{}, Diagnostics: jsonDiagnostics(r.Diagnostics)}
+	if r.Failed() {
+		doc.Status = "fail"
+	}
+	for _, f := range r.Files {
+		jf := file{Name: f.Name, Status: string(f.Status), Runs: []run{}, Diagnostics: jsonDiagnostics(f.Diagnostics)}
+		for _, rr := range f.Runs {
+			jf.Runs = append(jf.Runs, run{Name: rr.Name, Command: rr.Command, Status: string(rr.Status),
+				Seconds: rr.Duration.Seconds(), Diagnostics: jsonDiagnostics(rr.Diagnostics)})
+		}
+		doc.Files = append(doc.Files, jf)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
 }
 
 // The JUnit XML shape Terraform writes (and CI systems read): a

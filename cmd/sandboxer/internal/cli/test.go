@@ -18,6 +18,7 @@ type TestOptions struct {
 	Filter   []string
 	InMemory bool
 	JUnitXML string
+	JSON     bool
 }
 
 func newTestCmd(f *Factory, runF func(*TestOptions) error) *cobra.Command {
@@ -48,23 +49,35 @@ func newTestCmd(f *Factory, runF func(*TestOptions) error) *cobra.Command {
 	fs.StringArrayVar(&opts.Filter, "filter", nil, "run only this test `FILE` (repeatable)")
 	fs.BoolVar(&opts.InMemory, "in-memory", false, "run against the in-memory runtime instead of the engine")
 	fs.StringVar(&opts.JUnitXML, "junit-xml", "", "also write the results as JUnit XML to `FILE`")
+	fs.BoolVar(&opts.JSON, "json", false, "print the results as one JSON object (instead of the lines as they come)")
 	return cmd
 }
 
 func testRun(cmd *cobra.Command, opts *TestOptions) error {
 	f := opts.f
 	in := opts.Vars.input(f)
-	hook := &testHook{f: f}
+	var hook sandboxer.TestHook = &testHook{f: f}
+	if opts.JSON {
+		hook = nil
+	}
 	report, err := sandboxer.RunTests(f.hard, f.Dir(), sandboxer.Options{
-		Catalog: f.Catalog, Environ: in.Environ, Now: f.Now, VarArgs: in.Args,
+		Catalog: f.Catalog, Environ: in.Environ, Now: f.Now, VarArgs: in.Args, Interrupt: f.Interrupt,
+		PullProgress: f.IO.Err,
 	}, sandboxer.TestOptions{Filter: opts.Filter, InMemory: opts.InMemory, Hook: hook})
 	if err != nil {
 		return err
 	}
-	if len(report.Diagnostics) > 0 {
-		renderDiagsFiles(f, nil, report.Diagnostics)
+	switch {
+	case opts.JSON:
+		if err := views.TestJSON(f.IO.Out, report); err != nil {
+			return err
+		}
+	default:
+		if len(report.Diagnostics) > 0 {
+			renderDiagsFiles(f, nil, report.Diagnostics)
+		}
+		views.TestSummary(f.IO.Out, report, f.Color())
 	}
-	views.TestSummary(f.IO.Out, report, f.Color())
 	if opts.JUnitXML != "" {
 		var b bytes.Buffer
 		if err := views.TestJUnit(&b, report); err != nil {
