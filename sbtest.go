@@ -277,17 +277,9 @@ func (t *testFile) run(ctx context.Context, run *config.TestRun, rr *TestRunResu
 		rr.Status = TestPass // the configuration was refused, as expected
 		return
 	}
-	for _, e := range run.ExpectFailures {
-		if e.Kind == "check" && cfg.CheckNamed(e.Name) == nil {
-			fail(TestError, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown check block",
-				Detail: fmt.Sprintf("expect_failures names check.%s, but the configuration has no check block %q.", e.Name, e.Name), Subject: e.Range.Ptr()})
-		}
-		if e.Kind == "var" && cfg.Variables[e.Name] == nil {
-			fail(TestError, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown variable",
-				Detail: fmt.Sprintf("expect_failures names var.%s, but the configuration declares no variable %q.", e.Name, e.Name), Subject: e.Range.Ptr()})
-		}
-	}
-	if rr.Status == TestError {
+	rr.Diagnostics = append(rr.Diagnostics, diags...) // warnings
+	if d := cfg.CheckTestRun(run); d.HasErrors() {
+		fail(TestError, d...)
 		return
 	}
 	s := FromConfig(t.dir, cfg, t.opts)

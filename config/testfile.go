@@ -250,6 +250,23 @@ func decodeTestVariables(b *hcl.Block) ([]VarValue, hcl.Diagnostics) {
 	return vals, diags
 }
 
+// CheckTestRun reports what a run block names that the configuration
+// lacks: an expect_failures entry without its check block or variable.
+func (c *Config) CheckTestRun(r *TestRun) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, e := range r.ExpectFailures {
+		if e.Kind == "check" && c.CheckNamed(e.Name) == nil {
+			diags = append(diags, errorDiag("Unknown check block",
+				fmt.Sprintf("expect_failures names check.%s, but the configuration has no check block %q.", e.Name, e.Name), e.Range))
+		}
+		if e.Kind == "var" && c.Variables[e.Name] == nil {
+			diags = append(diags, errorDiag("Unknown variable",
+				fmt.Sprintf("expect_failures names var.%s, but the configuration declares no variable %q.", e.Name, e.Name), e.Range))
+		}
+	}
+	return diags
+}
+
 // CheckNamed is the check block of that name, or nil.
 func (c *Config) CheckNamed(name string) *Check {
 	for _, chk := range c.Checks {
