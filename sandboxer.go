@@ -163,7 +163,7 @@ func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
 	// default). Options.Backend, when set, is the state instead; the
 	// choice still says where snapshots and CA files go.
 	getenv := func(k string) string { return lookupEnv(opts.environ(), k) }
-	in := BackendInput{Dir: dir, StatePath: opts.StatePath, Getenv: getenv}
+	in := BackendInput{Dir: dir, StatePath: opts.StatePath, Getenv: getenv, Opened: opts.Backend != nil}
 	if cfg != nil {
 		in.Decl = cfg.Backend
 	}

@@ -36,6 +36,10 @@ type BackendInput struct {
 	// Getenv reads the environment (SANDBOXER_BACKEND_URL, the block's
 	// password_env).
 	Getenv func(string) string
+	// Opened: the caller opened the state itself (Options.Backend; the
+	// CLI after its own ChooseBackend): only StatePath is wanted, for
+	// snapshots and CA files; nothing is compared or recorded.
+	Opened bool
 }
 
 // BackendChoice is the state backend chosen, and what chose it.
@@ -101,7 +105,7 @@ func ChooseBackend(in BackendInput) (BackendChoice, error) {
 		// Not echoed: it may hold a password.
 		return c, errors.New("the state backend (--backend or " + EnvBackendURL + ") must be a postgres:// URL, or \"file\" for the state file")
 	}
-	if !c.ByConfig {
+	if !c.ByConfig || in.Opened {
 		return c, nil
 	}
 	return c, checkBackendRecord(in.Dir, c, in.Decl, getenv)
