@@ -223,10 +223,20 @@ func runTestFile(ctx context.Context, dir string, opts Options, to TestOptions, 
 	// of it, with the last configuration applied.
 	s := FromConfig(dir, t.teardown, opts)
 	defer s.Close()
-	if _, _, err := s.Destroy(context.WithoutCancel(ctx), PlanOptions{}, ApplyOptions{}); err != nil {
+	dctx := context.WithoutCancel(ctx)
+	if _, _, err := s.Destroy(dctx, PlanOptions{}, ApplyOptions{}); err != nil {
+		// The state goes with the temporary directory: say what is left
+		// and how to find it (Terraform lists what it left too).
+		left, lineage := "", "unknown"
+		if snap, serr := s.store.Snapshot(dctx); serr == nil {
+			lineage = snap.Lineage
+			for _, r := range snap.Records {
+				left += " " + r.Address
+			}
+		}
 		fr.Status = TestError
 		fr.Diagnostics = append(fr.Diagnostics, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Failed to clean up after the tests",
-			Detail: fmt.Sprintf("Destroying what %s created failed: %v. Remove what is left with docker rm (its containers carry the label sandboxer.lineage of the test's state).", tf.Name, err)})
+			Detail: fmt.Sprintf("Destroying what %s created failed: %v. Left behind:%s. Their containers, networks and volumes carry the label dev.sandboxer.lineage=%s; remove them with docker rm -f, docker network rm and docker volume rm.", tf.Name, err, left, lineage)})
 	}
 	return nil
 }
