@@ -111,6 +111,8 @@ type TestRunResult struct {
 	Diagnostics hcl.Diagnostics
 	Started     time.Time
 	Duration    time.Duration
+	// Plan is the run's plan (nil when none was made).
+	Plan *plan.Plan
 }
 
 // RunTests runs the test files of dir (and dir/tests). Options are
@@ -304,6 +306,7 @@ func (t *testFile) run(ctx context.Context, run *config.TestRun, rr *TestRunResu
 			t.teardown = cfg // something may have been made, even if the apply failed
 		}
 	}
+	rr.Plan = p
 	if err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) {

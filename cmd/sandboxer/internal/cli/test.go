@@ -19,6 +19,7 @@ type TestOptions struct {
 	InMemory bool
 	JUnitXML string
 	JSON     bool
+	Verbose  bool
 }
 
 func newTestCmd(f *Factory, runF func(*TestOptions) error) *cobra.Command {
@@ -49,6 +50,7 @@ func newTestCmd(f *Factory, runF func(*TestOptions) error) *cobra.Command {
 	fs.StringArrayVar(&opts.Filter, "filter", nil, "run only this test `FILE` (repeatable)")
 	fs.BoolVar(&opts.InMemory, "in-memory", false, "run against the in-memory runtime instead of the engine")
 	fs.StringVar(&opts.JUnitXML, "junit-xml", "", "also write the results as JUnit XML to `FILE`")
+	fs.BoolVar(&opts.Verbose, "verbose", false, "print each run's plan after its result line")
 	fs.BoolVar(&opts.JSON, "json", false, "print the results as one JSON object (instead of the lines as they come)")
 	return cmd
 }
@@ -56,7 +58,7 @@ func newTestCmd(f *Factory, runF func(*TestOptions) error) *cobra.Command {
 func testRun(cmd *cobra.Command, opts *TestOptions) error {
 	f := opts.f
 	in := opts.Vars.input(f)
-	var hook sandboxer.TestHook = &testHook{f: f}
+	var hook sandboxer.TestHook = &testHook{f: f, verbose: opts.Verbose}
 	if opts.JSON {
 		hook = nil
 	}
@@ -94,12 +96,19 @@ func testRun(cmd *cobra.Command, opts *TestOptions) error {
 }
 
 // testHook prints each file and run as it ends, with its diagnostics.
-type testHook struct{ f *Factory }
+type testHook struct {
+	f       *Factory
+	verbose bool // the run's plan after its line (terraform test -verbose)
+}
 
 func (h *testHook) FileStart(fr *sandboxer.TestFileResult) { views.TestFileStart(h.f.IO.Out, fr) }
 
 func (h *testHook) RunDone(fr *sandboxer.TestFileResult, r *sandboxer.TestRunResult) {
 	views.TestRun(h.f.IO.Out, r, h.f.Color())
+	if h.verbose && r.Plan != nil {
+		views.PlanText(h.f.IO.Out, r.Plan, h.f.Color())
+		fmt.Fprintln(h.f.IO.Out)
+	}
 	if len(r.Diagnostics) > 0 {
 		renderDiagsFiles(h.f, fr.Files, r.Diagnostics)
 	}
