@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/plugin"
 	"github.com/sandboxer/sandboxer/providers/docker"
+	"github.com/sandboxer/sandboxer/providers/fake"
 )
 
 // The composition root: the one place that knows the concrete runtimes
@@ -52,6 +53,11 @@ func (s *Sandboxer) connect(ctx context.Context, runtime string, pc *config.Prov
 	p.CADir = s.caDir()
 	return p, nil
 }
+
+// inMemoryProvider is the runtime of `sandboxer test --in-memory`: the
+// in-memory fake, which plans and applies as an engine would but runs
+// nothing.
+func inMemoryProvider(cat *config.Catalog) apply.Provider { return fake.New(cat) }
 
 // getenv reads the options' environment (os.Environ when unset).
 func (s *Sandboxer) getenv(name string) string {

@@ -34,6 +34,10 @@ type Options struct {
 	Vars map[string]string
 	// VarFiles are read in order, as --var-file (relative to DIR).
 	VarFiles []string
+	// VarArgs are --var and --var-file in command-line order (paths as
+	// given, relative to the working directory), applied after Vars and
+	// VarFiles: a front end that keeps its command line's order.
+	VarArgs []config.VarArg
 	// Environ is the environment SBX_VAR_* variables (and the state key,
 	// SANDBOXER_STATE_KEY and the others of state.KeyringFromEnv) are read from;
 	// nil means os.Environ().
@@ -153,17 +157,25 @@ func FromConfig(dir string, cfg *config.Config, opts Options) *Sandboxer {
 	if cat == nil {
 		cat = config.DefaultCatalog()
 	}
-	statePath := opts.StatePath
-	switch {
-	case statePath == "":
-		statePath = filepath.Join(dir, ".sandboxer", "state.db")
-	case !filepath.IsAbs(statePath):
-		statePath = filepath.Join(dir, statePath)
+	// The one resolution of the backend (statebackend.go), as the CLI's:
+	// SANDBOXER_BACKEND_URL, else the configuration's backend block,
+	// else the state file (StatePath, else the block's path, else the
+	// default). Options.Backend, when set, is the state instead; the
+	// choice still says where snapshots and CA files go.
+	getenv := func(k string) string { return lookupEnv(opts.environ(), k) }
+	in := BackendInput{Dir: dir, StatePath: opts.StatePath, Getenv: getenv, Opened: opts.Backend != nil}
+	if cfg != nil {
+		in.Decl = cfg.Backend
 	}
+	choice, err := ChooseBackend(in)
+	statePath := choice.StatePath
 	opts.StatePath = statePath
 	store := opts.Backend
 	if store == nil {
-		store = defaultBackend(statePath, opts.Environ)
+		store = openBackend(choice, getenv)
+		if err != nil {
+			store = state.Failing(err)
+		}
 	}
 	s := &Sandboxer{dir: dir, cfg: cfg, cat: cat, store: store, statePath: statePath, opts: opts, pools: newPoolKeeper()}
 	var rs runtimeSettings
@@ -192,6 +204,7 @@ func (o Options) input(dir string) config.Input {
 	for _, n := range names {
 		args = append(args, config.VarArg{Value: n + "=" + o.Vars[n]})
 	}
+	args = append(args, o.VarArgs...)
 	env := o.Environ
 	if env == nil {
 		env = os.Environ()

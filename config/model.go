@@ -208,6 +208,17 @@ type Input struct {
 	// Environ is the process environment (os.Environ form); SBX_VAR_name
 	// entries set variables.
 	Environ []string
+	// Values are set last, over everything above: the variables of a
+	// test file and of its run blocks (sandboxer test).
+	Values []VarValue
+}
+
+// VarValue is a variable's value written in HCL elsewhere (a test
+// file), with where it is written.
+type VarValue struct {
+	Name  string
+	Value cty.Value
+	Range hcl.Range
 }
 
 // VarArg is one --var NAME=VALUE (File false) or --var-file PATH (File true).

@@ -57,7 +57,20 @@ func (l *loader) validate(d *variableDecl, val *validation) hcl.Diagnostics {
 	if d.source != nil {
 		subject = *d.source
 	}
-	return append(diags, errorDiag("Invalid value for variable",
+	failed := errorDiag("Invalid value for variable",
 		fmt.Sprintf("%s\n\nThis was checked by the validation rule at %s.", message, val.condition.Range()),
-		subject))
+		subject)
+	failed.Extra = validationFailure(d.v.Name)
+	return append(diags, failed)
+}
+
+// validationFailure marks a diagnostic as a variable's validation rule
+// failing (Extra), for a test run's expect_failures = [var.NAME].
+type validationFailure string
+
+// FailedVariable names the variable whose validation rule d reports, if
+// it reports one.
+func FailedVariable(d *hcl.Diagnostic) (string, bool) {
+	name, ok := d.Extra.(validationFailure)
+	return string(name), ok
 }

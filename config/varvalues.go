@@ -61,6 +61,16 @@ func (l *loader) assignVariables(decls map[string]*variableDecl) hcl.Diagnostics
 		}
 		diags = append(diags, d.setRaw(raw, "--var", l.ev.meter)...)
 	}
+	for _, v := range l.in.Values {
+		d, ok := decls[v.Name]
+		if !ok {
+			diags = append(diags, errorDiag("Value for undeclared variable",
+				fmt.Sprintf("The configuration does not declare a variable named %q. To use this value, add a variable %q {} block.", v.Name, v.Name), v.Range))
+			continue
+		}
+		rng := v.Range
+		diags = append(diags, d.setValue(v.Value, rng.Filename, &rng)...)
+	}
 	return diags
 }
 

@@ -2,6 +2,7 @@
 package examples
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 )
@@ -102,5 +104,50 @@ func TestExamplesImages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The examples' *.sbtest.hcl files pass against the in-memory runtime,
+// as `sandboxer test --in-memory` runs them (no engine needed).
+func TestExamplesSandboxerTest(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		files, diags := config.LoadTestFiles(e.Name(), nil)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", e.Name(), diags.Error())
+		}
+		if len(files) == 0 {
+			continue
+		}
+		ran++
+		t.Run(e.Name(), func(t *testing.T) {
+			report, err := sandboxer.RunTests(context.Background(), e.Name(), sandboxer.Options{Environ: []string{}}, sandboxer.TestOptions{InMemory: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range report.Files {
+				for _, r := range f.Runs {
+					if r.Status != sandboxer.TestPass {
+						t.Errorf("%s: run %q: %s: %s", f.Name, r.Name, r.Status, r.Diagnostics.Error())
+					}
+				}
+				if f.Status != sandboxer.TestPass {
+					t.Errorf("%s: %s: %s", f.Name, f.Status, f.Diagnostics.Error())
+				}
+			}
+			if _, err := os.Stat(filepath.Join(e.Name(), ".sandboxer")); err == nil {
+				t.Errorf("%s: sandboxer test left a .sandboxer directory", e.Name())
+			}
+		})
+	}
+	if ran == 0 {
+		t.Error("no example has a test file; examples/ci should")
 	}
 }

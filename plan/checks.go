@@ -4,7 +4,32 @@ import (
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/sandboxer/sandboxer/config"
 )
+
+// CheckResult is a check block's outcome as a plan carries it: saved
+// with the plan, and in the plan JSON's checks array. Status is
+// Terraform's word (pass, fail, error); Problems are the failed
+// assertions' error messages.
+type CheckResult struct {
+	Name     string   `json:"name"`
+	Status   string   `json:"status"`
+	Problems []string `json:"problems,omitempty"`
+}
+
+// CheckResults turns config.RunChecks' results into the plan's.
+func CheckResults(rs []config.CheckResult) []CheckResult {
+	out := make([]CheckResult, 0, len(rs))
+	for _, r := range rs {
+		c := CheckResult{Name: r.Check.Name, Status: string(r.Status)}
+		for _, d := range r.Problems {
+			c.Problems = append(c.Problems, config.Message(d))
+		}
+		out = append(out, c)
+	}
+	return out
+}
 
 // CheckValues are what check blocks read of a plan (config.EvalChecks):
 // sandbox.NAME (or sandbox.NAME["KEY"]) for every change, an object of

@@ -34,6 +34,8 @@ type File struct {
 	Kubernetes *config.Provider `json:"kubernetes,omitempty"`
 	Destroy    bool             `json:"destroy"`
 	Changes    []*Change        `json:"changes"`
+	// Checks are the check blocks' results when the plan was made.
+	Checks []CheckResult `json:"checks,omitempty"`
 }
 
 // Runtimes lists the runtimes the plan's changes touch, sorted.
@@ -64,7 +66,7 @@ func NewFile(p *Plan, cfg *config.Config, version string, now time.Time) *File {
 		Format: FileFormat, Version: version, CreatedAt: now.UTC(),
 		Lineage: p.Lineage, Serial: p.Serial,
 		ConfigDigest: SourcesDigest(cfg.Sources), Sources: src,
-		Provider: cfg.Provider, Destroy: p.Destroy, Changes: p.Changes,
+		Provider: cfg.Provider, Destroy: p.Destroy, Changes: p.Changes, Checks: p.Checks,
 	}
 	if k := cfg.Kubernetes; k != nil && (k.DeclRange.Filename != "" || slices.Contains(f.Runtimes(), config.RuntimeKubernetes)) {
 		f.Kubernetes = k
@@ -74,7 +76,7 @@ func NewFile(p *Plan, cfg *config.Config, version string, now time.Time) *File {
 
 // Plan returns the plan the file holds.
 func (f *File) Plan() *Plan {
-	return &Plan{Lineage: f.Lineage, Serial: f.Serial, Destroy: f.Destroy, Changes: f.Changes}
+	return &Plan{Lineage: f.Lineage, Serial: f.Serial, Destroy: f.Destroy, Changes: f.Changes, Checks: f.Checks}
 }
 
 // Encode renders the file as JSON.

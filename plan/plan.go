@@ -168,6 +168,9 @@ type Plan struct {
 	// Pools are the configuration's warm pools with their ready members
 	// (pools.go); empty when it declares none.
 	Pools []PoolSummary
+	// Checks are the check blocks' results on this plan, when the
+	// caller evaluated them (config.RunChecks, CheckResults).
+	Checks []CheckResult
 }
 
 // Summary counts changes by kind.

@@ -23,6 +23,9 @@ func policyCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 		"tfplan": cmdTFPlan,
 		// backend blocks (backend_config_postgres.txtar)
 		"pgbackendhcl": cmdPgBackendHCL,
+		// sandboxer test's JUnit report (test_*.txtar)
+		"junit":           cmdJUnit,
+		"addresslabelled": cmdAddressLabelled,
 	}
 }
 
@@ -181,6 +184,17 @@ func cmdTFPlan(ts *testscript.TestScript, neg bool, args []string) {
 			moved = " moved from " + rc.PreviousAddress
 		}
 		fmt.Fprintf(ts.Stdout(), "%s: %s%s (%s, %s%s) credentials: %s\n", rc.Address, kind, moved, rc.Type, rc.ProviderName, index, strings.Join(masks, ","))
+	}
+	// The checks, as Terraform's tools read a check block's results.
+	for _, c := range p.Checks {
+		if c.Address.Kind != tfjson.CheckKindCheckBlock || len(c.Instances) != 1 {
+			ts.Fatalf("%s: kind %q, %d instances; a check block has kind check and one instance", c.Address.ToDisplay, c.Address.Kind, len(c.Instances))
+		}
+		var msgs []string
+		for _, pr := range c.Instances[0].Problems {
+			msgs = append(msgs, pr.Message)
+		}
+		fmt.Fprintf(ts.Stdout(), "%s: %s %q\n", c.Address.ToDisplay, c.Status, msgs)
 	}
 }
 

@@ -42,3 +42,12 @@ sandbox "suite" {
   extensions = each.key == "search" ? { redis = ["search"] } : {}
   ttl        = "2h"
 }
+
+# A CI sandbox is short-lived: sandboxer plan warns (plan --fail-on-check
+# fails) when a suite would get a longer TTL.
+check "short_lived" {
+  assert {
+    condition     = alltrue([for s in sandbox.suite : s.ttl_seconds > 0 && s.ttl_seconds <= 8 * 3600])
+    error_message = "Every CI sandbox needs a TTL of at most 8h."
+  }
+}

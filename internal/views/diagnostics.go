@@ -120,6 +120,25 @@ type JSONDiagnostic struct {
 	Range    *JSONRange `json:"range,omitempty"`
 }
 
+// jsonDiagnostics is diags in the JSON shape validate --json prints.
+func jsonDiagnostics(diags hcl.Diagnostics) []JSONDiagnostic {
+	out := []JSONDiagnostic{}
+	for _, d := range diags {
+		jd := JSONDiagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			jd.Severity = "warning"
+		}
+		if d.Subject != nil {
+			r := d.Subject
+			jd.Range = &JSONRange{Filename: r.Filename,
+				Start: JSONPos{r.Start.Line, r.Start.Column, r.Start.Byte},
+				End:   JSONPos{r.End.Line, r.End.Column, r.End.Byte}}
+		}
+		out = append(out, jd)
+	}
+	return out
+}
+
 // JSONRange is a source range with 1-based lines and columns.
 type JSONRange struct {
 	Filename string  `json:"filename"`
@@ -136,22 +155,13 @@ type JSONPos struct {
 
 // DiagnosticsJSON writes the validate document for diags.
 func DiagnosticsJSON(w io.Writer, diags hcl.Diagnostics) error {
-	doc := JSONDiagnostics{FormatVersion: "1.0", Diagnostics: []JSONDiagnostic{}}
+	doc := JSONDiagnostics{FormatVersion: "1.0", Diagnostics: jsonDiagnostics(diags)}
 	for _, d := range diags {
-		jd := JSONDiagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail}
 		if d.Severity == hcl.DiagWarning {
-			jd.Severity = "warning"
 			doc.WarningCount++
 		} else {
 			doc.ErrorCount++
 		}
-		if d.Subject != nil {
-			r := d.Subject
-			jd.Range = &JSONRange{Filename: r.Filename,
-				Start: JSONPos{r.Start.Line, r.Start.Column, r.Start.Byte},
-				End:   JSONPos{r.End.Line, r.End.Column, r.End.Byte}}
-		}
-		doc.Diagnostics = append(doc.Diagnostics, jd)
 	}
 	doc.Valid = doc.ErrorCount == 0
 	enc := json.NewEncoder(w)

@@ -27,10 +27,63 @@ type JSONPlan struct {
 	// holds none of the plan's sandboxes, as Terraform omits it).
 	PriorState    *JSONPriorState   `json:"prior_state,omitempty"`
 	Configuration JSONConfiguration `json:"configuration"`
-	Summary       plan.Summary      `json:"summary"`
+	// Checks are the check blocks' results, in Terraform's shape
+	// (omitted when the configuration has none).
+	Checks  []JSONCheck  `json:"checks,omitempty"`
+	Summary plan.Summary `json:"summary"`
 	// Pools are the warm pools (omitted when there are none).
 	Pools   []plan.PoolSummary `json:"pools,omitempty"`
 	Errored bool               `json:"errored"`
+}
+
+// JSONCheck is one entry of checks: a check block, its status (pass,
+// fail, error) and its one instance with the failed assertions'
+// messages, as Terraform writes a check block's.
+type JSONCheck struct {
+	Address   JSONCheckAddress    `json:"address"`
+	Status    string              `json:"status"`
+	Instances []JSONCheckInstance `json:"instances"`
+}
+
+// JSONCheckAddress is a check's static address.
+type JSONCheckAddress struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	ToDisplay string `json:"to_display"`
+}
+
+// JSONCheckInstance is a check's one instance.
+type JSONCheckInstance struct {
+	Address  JSONCheckInstanceAddress `json:"address"`
+	Status   string                   `json:"status"`
+	Problems []JSONCheckProblem       `json:"problems,omitempty"`
+}
+
+// JSONCheckInstanceAddress is a check instance's address.
+type JSONCheckInstanceAddress struct {
+	ToDisplay string `json:"to_display"`
+}
+
+// JSONCheckProblem is a failed assertion.
+type JSONCheckProblem struct {
+	Message string `json:"message"`
+}
+
+func checksJSON(cs []plan.CheckResult) []JSONCheck {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]JSONCheck, 0, len(cs))
+	for _, c := range cs {
+		addr := "check." + c.Name
+		inst := JSONCheckInstance{Address: JSONCheckInstanceAddress{ToDisplay: addr}, Status: c.Status}
+		for _, m := range c.Problems {
+			inst.Problems = append(inst.Problems, JSONCheckProblem{Message: m})
+		}
+		out = append(out, JSONCheck{Address: JSONCheckAddress{Kind: "check", Name: c.Name, ToDisplay: addr},
+			Status: c.Status, Instances: []JSONCheckInstance{inst}})
+	}
+	return out
 }
 
 // JSONChange is one entry of resource_changes.
@@ -202,7 +255,7 @@ func sensitive(sb *plan.Sandbox) JSONMask {
 func NewJSONPlan(p *plan.Plan, version string) JSONPlan {
 	out := JSONPlan{FormatVersion: "1.0", SandboxerVersion: version,
 		ResourceChanges: []JSONChange{}, Summary: p.Summary(), Pools: p.Pools,
-		Configuration: configuration(p)}
+		Configuration: configuration(p), Checks: checksJSON(p.Checks)}
 	var prior JSONModule
 	for _, ch := range p.Changes {
 		reason := ch.Reason

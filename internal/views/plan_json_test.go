@@ -132,6 +132,9 @@ func TestPlanJSONRandom(t *testing.T) {
 		if r.IntN(3) == 0 {
 			p.Pools = []plan.PoolSummary{{Address: word(), Size: r.IntN(64), Ready: r.IntN(64)}}
 		}
+		if r.IntN(3) == 0 {
+			p.Checks = []plan.CheckResult{{Name: word(), Status: "pass"}, {Name: word(), Status: "fail", Problems: []string{word(), "a \"quoted\" <message>"}}}
+		}
 		for range r.IntN(4) {
 			p.Changes = append(p.Changes, change())
 		}
@@ -158,7 +161,7 @@ func TestPlanJSONWriteError(t *testing.T) {
 // learn the new one (then add it to the cases above and here).
 func TestPlanJSONKnowsEveryField(t *testing.T) {
 	known := map[string][]string{
-		"JSONPlan":       {"FormatVersion", "SandboxerVersion", "ResourceChanges", "PlannedValues", "PriorState", "Configuration", "Summary", "Pools", "Errored"},
+		"JSONPlan":       {"FormatVersion", "SandboxerVersion", "ResourceChanges", "PlannedValues", "PriorState", "Configuration", "Checks", "Summary", "Pools", "Errored"},
 		"JSONChange":     {"Address", "PreviousAddress", "Mode", "Type", "Name", "Index", "ProviderName", "Project", "Change", "ActionReason", "DataCarried"},
 		"JSONChangeSet":  {"Actions", "Before", "After", "AfterUnknown", "BeforeSensitive", "AfterSensitive"},
 		"JSONAttributes": {"Sandbox", "TTLSeconds"},

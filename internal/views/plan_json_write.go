@@ -41,6 +41,10 @@ func writePlanJSON(w io.Writer, p *plan.Plan, version string) error {
 	}
 	jw.raw(",\n  \"configuration\": ")
 	jw.marshal(configuration(p), "  ")
+	if len(p.Checks) > 0 {
+		jw.raw(",\n  \"checks\": ")
+		jw.marshal(checksJSON(p.Checks), "  ")
+	}
 	s := p.Summary()
 	jw.raw(",\n  \"summary\": {\n    \"create\": ")
 	jw.int(s.Create)

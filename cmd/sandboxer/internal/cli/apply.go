@@ -21,6 +21,9 @@ type ApplyOptions struct {
 	Planning    PlanningOptions
 	PlanFile    string
 	AutoApprove bool
+	// FailOnCheck refuses to apply a plan a check block's assertion
+	// fails on (as plan --fail-on-check refuses to save it).
+	FailOnCheck bool
 }
 
 func newApplyCmd(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
@@ -58,6 +61,7 @@ func newApplyCmd(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
 	}
 	opts.Planning.bind(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.AutoApprove, "auto-approve", false, "skip the interactive 'yes'")
+	cmd.Flags().BoolVar(&opts.FailOnCheck, "fail-on-check", false, "change nothing (exit 1) when a check block's assertion fails")
 	cmd.Flags().IntVar(&opts.Planning.Parallelism, "parallelism", 4, "how many sandboxes to change at once")
 	return cmd
 }
@@ -81,6 +85,14 @@ func applyRun(cmd *cobra.Command, opts *ApplyOptions) error {
 		Confirm: func(p *plan.Plan) error {
 			confirmed = true
 			views.PlanText(f.IO.Out, p, f.Color())
+			// Check blocks judge the plan before anything changes, as
+			// plan shows them.
+			if checks := runChecks(cfg, p, opts.FailOnCheck); len(checks) > 0 {
+				renderDiags(f, cfg, checks)
+				if checks.HasErrors() {
+					return errChecksFailed
+				}
+			}
 			if !p.HasChanges() || opts.AutoApprove {
 				return nil
 			}
@@ -92,6 +104,9 @@ func applyRun(cmd *cobra.Command, opts *ApplyOptions) error {
 		return planFailed(f, cfg, "apply", err)
 	case errors.Is(err, errCancelled):
 		return err
+	case errors.Is(err, errChecksFailed):
+		fmt.Fprintln(f.IO.Out, "\nNothing was changed: a check block's assertion failed (--fail-on-check).")
+		return errReported
 	case !p.HasChanges():
 		fmt.Fprintln(f.IO.Out, "\nNo changes. Every sandbox is cached and covers what the configuration asks for.")
 	default:
@@ -107,7 +122,7 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	f := opts.f
 	// A saved plan already fixed variables, targets and replacements;
 	// accepting them here would suggest they changed something.
-	for _, name := range []string{"var", "var-file", "target", "replace", "refresh"} {
+	for _, name := range []string{"var", "var-file", "target", "replace", "refresh", "fail-on-check"} {
 		if cmd.Flags().Changed(name) {
 			return &ExitError{Code: 1, Err: usageError(cmd, fmt.Errorf("--%s cannot be used when applying a saved plan: it was fixed when the plan was made", name))}
 		}
@@ -133,7 +148,14 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	started := false
 	res, err := lib.ApplyFile(f.hard, file, sandboxer.ApplyOptions{
 		Parallelism: opts.Planning.Parallelism, PlanName: "saved plan " + opts.PlanFile,
-		Confirm: func(*plan.Plan) error { started = true; return nil },
+		Confirm: func(p *plan.Plan) error {
+			started = true
+			// Warnings only: a plan saved by plan --fail-on-check passed.
+			if checks := runChecks(cfg, p, false); len(checks) > 0 {
+				renderDiags(f, cfg, checks)
+			}
+			return nil
+		},
 	})
 	if !started {
 		if err != nil {
@@ -152,6 +174,10 @@ func applySavedRun(cmd *cobra.Command, opts *ApplyOptions) error {
 	}
 	return printOutputs(cmd, f, cfg, lib.Store())
 }
+
+// errChecksFailed ends an apply --fail-on-check whose plan fails a check
+// block's assertion, before anything changed.
+var errChecksFailed = errors.New("a check block's assertion failed")
 
 func printApplyResult(f *Factory, res apply.Result, err error) {
 	c := f.Color()

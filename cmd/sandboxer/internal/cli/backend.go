@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 	"github.com/sandboxer/sandboxer/state/pgstate"
@@ -33,36 +35,43 @@ type backends struct {
 	declSet bool
 }
 
-// backendChoice is what --backend, else SANDBOXER_BACKEND_URL, else the
-// configuration's backend block names: the flag and the variable win, as
-// Terraform's -backend-config does. Every command opens its state
-// through it.
+// choice is the state backend by the one resolution every command and
+// the library use (sandboxer.ChooseBackend): --backend, else
+// SANDBOXER_BACKEND_URL, else the configuration's backend block, else
+// the state file; the flag and the variable win, as Terraform's
+// -backend-config does. A backend block that changed since the state
+// was last used is a *sandboxer.BackendChangedError.
+func (f *Factory) choice() (sandboxer.BackendChoice, error) {
+	return f.choiceWith(f.Global.State)
+}
+
+// choiceWith is choice with statePath as --state.
+func (f *Factory) choiceWith(statePath string) (sandboxer.BackendChoice, error) {
+	decl, err := f.configBackend()
+	if err != nil && f.Global.Backend == "" && f.Getenv(EnvBackendURL) == "" {
+		// A backend block that does not decode is not the state file
+		// (nor recorded as the backend used).
+		path := f.Path(statePath)
+		if path == "" {
+			path = filepath.Join(f.Dir(), ".sandboxer", "state.db")
+		}
+		return sandboxer.BackendChoice{StatePath: path, Source: "the backend block"}, err
+	}
+	return sandboxer.ChooseBackend(sandboxer.BackendInput{Dir: f.Dir(), Flag: f.Global.Backend,
+		StatePath: statePath, Decl: decl, Getenv: f.Getenv})
+}
+
+// backendChoice is the chosen backend as --backend takes it: a
+// postgres:// URL, or "" for the state file.
 func (f *Factory) backendChoice() string {
-	if f.Global.Backend != "" {
-		return f.Global.Backend
-	}
-	if u := f.Getenv(EnvBackendURL); u != "" {
-		return u
-	}
-	if decl, _ := f.configBackend(); decl != nil {
-		return decl.Where(f.Getenv)
-	}
-	return ""
+	c, _ := f.choice()
+	return c.URL
 }
 
 // backendSource says what chose the state backend, for show.
 func (f *Factory) backendSource() string {
-	switch decl, _ := f.configBackend(); {
-	case f.Global.Backend != "":
-		return "--backend"
-	case f.Getenv(EnvBackendURL) != "":
-		return EnvBackendURL
-	case f.Global.State != "":
-		return "--state"
-	case decl != nil:
-		return fmt.Sprintf("the backend block at %s", decl.DeclRange)
-	}
-	return "the default"
+	c, _ := f.choice()
+	return c.Source
 }
 
 // configBackend is the backend block of the configuration directory
@@ -107,15 +116,15 @@ func (f *Factory) Keyring() (*state.Keyring, error) {
 	return f.backends.keys, f.backends.keysErr
 }
 
-// Store opens the state: the file (--state), or the PostgreSQL backend
-// chosen by --backend or SANDBOXER_BACKEND_URL. A bad choice or key makes
-// every call of the returned backend fail with the reason.
+// Store opens the state chosen (choice). A bad choice or key, a backend
+// block that does not decode or that changed since the state was last
+// used makes every call of the returned backend fail with the reason.
 func (f *Factory) Store() state.Backend {
-	where := f.backendChoice()
-	if u, _ := backendURL(where); u != "" && f.Global.State != "" {
-		return state.Failing(errors.New("--state names a state file, but a PostgreSQL backend is chosen (--backend or " + EnvBackendURL + "); use one of them"))
+	c, err := f.choice()
+	if err != nil {
+		return state.Failing(err)
 	}
-	b, err := f.OpenBackend(where)
+	b, err := f.openAt(c.URL, c.StatePath)
 	if err != nil {
 		return state.Failing(err)
 	}
@@ -125,6 +134,11 @@ func (f *Factory) Store() state.Backend {
 // OpenBackend opens the state at where (a postgres:// URL, "file" or ""
 // for the state file, as --backend takes), with the factory's keyring.
 func (f *Factory) OpenBackend(where string) (state.Backend, error) {
+	return f.openAt(where, f.StatePath())
+}
+
+// openAt is OpenBackend with the state file at path.
+func (f *Factory) openAt(where, path string) (state.Backend, error) {
 	keys, err := f.Keyring()
 	if err != nil {
 		return nil, err
@@ -133,11 +147,8 @@ func (f *Factory) OpenBackend(where string) (state.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.configBackend(); err != nil && f.Global.Backend == "" && f.Getenv(EnvBackendURL) == "" {
-		return nil, err // a backend block that does not decode is not the state file
-	}
 	if u == "" {
-		return state.Open(f.StatePath(), state.WithKeyring(keys)), nil
+		return state.Open(path, state.WithKeyring(keys)), nil
 	}
 	return pgstate.Open(f.pgDB(u), keys), nil
 }

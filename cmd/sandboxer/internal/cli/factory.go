@@ -79,13 +79,8 @@ func (f *Factory) Dir() string {
 // StatePath is the state file: --state, else .sandboxer/state.db under the
 // configuration directory.
 func (f *Factory) StatePath() string {
-	if f.Global.State != "" {
-		return f.Path(f.Global.State)
-	}
-	if decl, _ := f.configBackend(); decl != nil && decl.Type == "file" && decl.Path != "" {
-		return f.Path(decl.Path)
-	}
-	return filepath.Join(f.Dir(), ".sandboxer", "state.db")
+	c, _ := f.choice()
+	return c.StatePath
 }
 
 // Path resolves a user-given path against the configuration directory,

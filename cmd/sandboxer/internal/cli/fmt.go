@@ -27,8 +27,9 @@ func newFmtCmd(f *Factory, runF func(*FmtOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fmt [FILE...]",
 		Short: "Rewrite configuration files in canonical format",
-		Long: "Rewrite every *.sbx.hcl file of the configuration directory (or the FILEs\n" +
-			"given) in canonical HCL layout and print the names of the files it changed.\n" +
+		Long: "Rewrite every *.sbx.hcl file of the configuration directory, and the\n" +
+			"*.sbtest.hcl test files there and in tests/ (or the FILEs given), in canonical\n" +
+			"HCL layout and print the names of the files it changed.\n" +
 			"--check changes nothing and exits 1 if any file is not formatted; --diff\n" +
 			"prints the changes. Results are file names, one a line: there is no JSON\n" +
 			"form.",
@@ -51,9 +52,15 @@ func fmtRun(opts *FmtOptions) error {
 	f := opts.f
 	files := opts.Files
 	if len(files) == 0 {
-		matches, err := filepath.Glob(filepath.Join(f.Dir(), "*.sbx.hcl"))
-		if err != nil {
-			return err
+		// The configuration, and the test files of sandboxer test beside it
+		// and in tests/ (as terraform fmt formats *.tftest.hcl).
+		var matches []string
+		for _, pattern := range []string{"*" + config.FileSuffix, "*" + config.TestFileSuffix, filepath.Join(config.TestDir, "*"+config.TestFileSuffix)} {
+			m, err := filepath.Glob(filepath.Join(f.Dir(), pattern))
+			if err != nil {
+				return err
+			}
+			matches = append(matches, m...)
 		}
 		sort.Strings(matches)
 		for _, m := range matches {

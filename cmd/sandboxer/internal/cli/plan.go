@@ -5,9 +5,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/views"
 	"github.com/sandboxer/sandboxer/plan"
 )
@@ -76,6 +78,23 @@ func newPlanCmd(f *Factory, runF func(*PlanOptions) error) *cobra.Command {
 	return cmd
 }
 
+// runChecks evaluates the check blocks on p, keeps their results in it
+// (saved with it, in its JSON) and returns their problems: warnings, or
+// errors when asErrors (--fail-on-check).
+func runChecks(cfg *config.Config, p *plan.Plan, asErrors bool) hcl.Diagnostics {
+	if cfg == nil || len(cfg.Checks) == 0 {
+		return nil
+	}
+	sb, pv := plan.CheckValues(p)
+	results := cfg.RunChecks(sb, pv, asErrors)
+	p.Checks = plan.CheckResults(results)
+	var diags hcl.Diagnostics
+	for _, r := range results {
+		diags = append(diags, r.Problems...)
+	}
+	return diags
+}
+
 func planRun(cmd *cobra.Command, opts *PlanOptions) error {
 	f := opts.f
 	cfg, err := loadConfig(f, opts.Planning.Vars)
@@ -93,8 +112,7 @@ func planRun(cmd *cobra.Command, opts *PlanOptions) error {
 	}
 	// Check blocks judge the plan; with --fail-on-check a failure keeps
 	// it from being saved.
-	sb, pv := plan.CheckValues(p)
-	checks := cfg.EvalChecks(sb, pv, opts.FailOnCheck)
+	checks := runChecks(cfg, p, opts.FailOnCheck)
 	if opts.Out != "" && !checks.HasErrors() {
 		file := plan.NewFile(p, cfg, Version, f.Now())
 		b, err := file.Encode()

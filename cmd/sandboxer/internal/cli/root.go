@@ -134,6 +134,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newRestoreCmd(f, nil),
 		newResetCmd(f, nil),
 		newPoolCmd(f),
+		newTestCmd(f, nil),
 	)
 	completeAddressFlags(f, root)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -103,12 +104,36 @@ func newStateMigrateCmd(f *Factory, runF func(*StateMoveOptions) error) *cobra.C
 
 func stateMigrateRun(cmd *cobra.Command, opts *StateMoveOptions) error {
 	f := opts.f
-	if opts.To == "" {
+	// The source is the current backend; the state file (--state or the
+	// default path) is whichever side is not a database. When the
+	// configuration's backend changed since its state was last used, the
+	// source is the backend last used and the target, unless --to says
+	// otherwise, the one the configuration now chooses (Terraform's init
+	// -migrate-state).
+	// --state names the file side, whichever it is: not a conflict here.
+	choice, cerr := f.choiceWith("")
+	if f.Global.State != "" {
+		choice.StatePath = f.Path(f.Global.State)
+		if choice.URL == "" {
+			choice.ByConfig, cerr = false, nil // the file named: an explicit choice
+		}
+	}
+	var changed *sandboxer.BackendChangedError
+	srcWhere, srcPath, dstPath := choice.URL, choice.StatePath, choice.StatePath
+	switch {
+	case errors.As(cerr, &changed):
+		srcWhere, srcPath = changed.From, changed.FromPath
+		if opts.To == "" {
+			opts.To = choice.URL
+			if opts.To == "" {
+				opts.To = "file"
+			}
+		}
+	case cerr != nil:
+		return cerr
+	case opts.To == "":
 		return &ExitError{Code: 1, Err: errors.New("state migrate needs --to: a postgres:// URL, or file")}
 	}
-	// The source is the current backend; the state file (--state or the
-	// default path) is whichever side is not a database.
-	srcWhere := f.backendChoice()
 	srcURL, err := backendURL(srcWhere)
 	if err != nil {
 		return err
@@ -117,14 +142,14 @@ func stateMigrateRun(cmd *cobra.Command, opts *StateMoveOptions) error {
 	if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}
-	if srcURL == dstURL {
+	if srcURL == dstURL && (srcURL != "" || srcPath == dstPath) {
 		return errors.New("state migrate: the source and --to are the same state (choose the source with --backend or " + EnvBackendURL + ")")
 	}
-	src, err := f.OpenBackend(srcWhere)
+	src, err := f.openAt(srcWhere, srcPath)
 	if err != nil {
 		return err
 	}
-	dst, err := f.OpenBackend(opts.To)
+	dst, err := f.openAt(opts.To, dstPath)
 	if err != nil {
 		return err
 	}
@@ -152,6 +177,20 @@ func stateMigrateRun(cmd *cobra.Command, opts *StateMoveOptions) error {
 	}
 	if err := imp.Import(ctx, snap); err != nil {
 		return err
+	}
+	// The configuration's state is at the target now: the backend it
+	// chooses, when it was the target, is recorded as the one used;
+	// another target is noted, so that choosing it later is no change.
+	switch dstChoice := (sandboxer.BackendChoice{URL: dstURL, StatePath: dstPath}); {
+	case changed != nil && dstURL == choice.URL && dstPath == choice.StatePath:
+		decl, _ := f.configBackend()
+		if err := sandboxer.RecordBackend(f.Dir(), choice, decl); err != nil {
+			return err
+		}
+	case changed != nil || choice.ByConfig:
+		if err := sandboxer.RecordMigration(f.Dir(), dstChoice); err != nil {
+			return err
+		}
 	}
 	if opts.JSON {
 		return writeJSON(f.IO.Out, map[string]any{"records": len(snap.Records), "lineage": snap.Lineage, "serial": snap.Serial})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/views"
 )
 
@@ -14,6 +15,8 @@ type ValidateOptions struct {
 	f    *Factory
 	JSON bool
 	Vars VarOptions
+	// NoTests skips the *.sbtest.hcl files (terraform validate -no-tests).
+	NoTests bool
 }
 
 func newValidateCmd(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
@@ -22,7 +25,8 @@ func newValidateCmd(f *Factory, runF func(*ValidateOptions) error) *cobra.Comman
 		Use:   "validate",
 		Short: "Check the configuration without touching state or Docker",
 		Long: "Parse and check the configuration: syntax, references, types, the allowlist,\n" +
-			"opt-ins, profiles, database names and env prefixes. It reads no state and\n" +
+			"opt-ins, profiles, database names and env prefixes, and the *.sbtest.hcl test\n" +
+			"files of sandboxer test (--no-tests skips them). It reads no state and\n" +
 			"talks to no engine, so it runs anywhere. Errors carry file:line:col; --json\n" +
 			"prints them as one object.",
 		Example: "  sandboxer validate\n" +
@@ -36,6 +40,7 @@ func newValidateCmd(f *Factory, runF func(*ValidateOptions) error) *cobra.Comman
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&opts.NoTests, "no-tests", false, "do not check the *.sbtest.hcl test files")
 	opts.Vars.bind(cmd.Flags())
 	return cmd
 }
@@ -50,6 +55,20 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	cfg, diags, err := loadInterruptible(ctx, f, opts.Vars.input(f))
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
+	}
+	if !opts.NoTests {
+		// The test files too, as terraform validate checks *.tftest.hcl:
+		// each decodes, and names only what the configuration has.
+		files, tdiags := config.LoadTestFiles(f.Dir(), nil)
+		for _, tf := range files {
+			cfg.Files[tf.Name] = tf.File
+			for _, r := range tf.Runs {
+				if !diags.HasErrors() {
+					tdiags = append(tdiags, cfg.CheckTestRun(r)...)
+				}
+			}
+		}
+		diags = append(diags, tdiags...)
 	}
 	if opts.JSON {
 		if err := views.DiagnosticsJSON(f.IO.Out, diags); err != nil {
