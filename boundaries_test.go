@@ -57,6 +57,8 @@ func TestImportBoundaries(t *testing.T) {
 			is("internal/dashboard"), anyOf("apply", "snapshot", "state", "rotate", "databases", "providers/", "internal/server", "internal/mcpserver")},
 		{"the tenants file is serve's input: it knows the library's Tenant, never the broker, state or a runtime",
 			is("internal/tenants"), anyOf("ondemand", "state", "apply", "snapshot")},
+		{"kubeauth only verifies ServiceAccount tokens with the API server: which tenant one is, is the tenants file's to say",
+			is("internal/kubeauth"), func(string) bool { return true }},
 		{"runtimes do not know each other",
 			func(p string) bool { return strings.HasPrefix(p, "providers/") && p != "providers/providertest" },
 			func(i string) bool { return strings.HasPrefix(i, "providers/") }},

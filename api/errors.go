@@ -19,7 +19,7 @@ const (
 	CodeConflict          Code = "conflict"           // the instance's state forbids the call (extend of an expired one)
 	CodeEngineUnreachable Code = "engine_unreachable" // the Docker engine cannot be reached
 	CodeTooLarge          Code = "too_large"          // body over MaxBody
-	CodeUnavailable       Code = "unavailable"        // the images cannot provide a requested feature
+	CodeUnavailable       Code = "unavailable"        // the images cannot provide a requested feature (422); serve cannot verify a ServiceAccount token now (503)
 	CodeQuotaExceeded     Code = "quota_exceeded"     // the tenant's quota (instances, ttl, databases, snapshots) is used up
 	CodeRateLimited       Code = "rate_limited"       // the tenant's requests per minute are used up (429, Retry-After)
 	CodeInternal          Code = "internal"           // anything else

@@ -33,7 +33,9 @@ const maxResponse = 16 << 20
 type Client struct {
 	base  *url.URL
 	token string
-	hc    *http.Client
+	// tokenFile, when set, is read at each call instead of token.
+	tokenFile string
+	hc        *http.Client
 }
 
 // Option configures a Client.
@@ -43,32 +45,61 @@ type Option func(*Client)
 // (a cold provision, with an image pull, can take minutes).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
+// WithTokenFile reads the bearer token from path at every call instead
+// of taking one token at New: a pod's projected ServiceAccount token
+// (serve --kube-auth) is rotated by the kubelet while the agent runs.
+func WithTokenFile(path string) Option { return func(c *Client) { c.tokenFile = path } }
+
 // New returns a client for the API at baseURL (e.g.
-// "http://127.0.0.1:8080") with a bearer token.
+// "http://127.0.0.1:8080") with a bearer token (or WithTokenFile and an
+// empty token).
 func New(baseURL, token string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(strings.TrimSpace(baseURL), "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("sandboxer API URL %q: want http://HOST:PORT or https://HOST:PORT", baseURL)
 	}
-	if strings.TrimSpace(token) == "" {
-		return nil, errors.New("sandboxer API: no token (set SANDBOXER_API_TOKEN)")
-	}
 	c := &Client{base: u, token: strings.TrimSpace(token), hc: &http.Client{Timeout: 10 * time.Minute}}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.token == "" && c.tokenFile == "" {
+		return nil, errors.New("sandboxer API: no token (set SANDBOXER_API_TOKEN or SANDBOXER_API_TOKEN_FILE)")
 	}
 	return c, nil
 }
 
 // FromEnv returns a client for SANDBOXER_API_URL with the token in
-// SANDBOXER_API_TOKEN, and ok=false when SANDBOXER_API_URL is unset.
+// SANDBOXER_API_TOKEN, else read at each call from the file
+// SANDBOXER_API_TOKEN_FILE names, and ok=false when SANDBOXER_API_URL is
+// unset.
 func FromEnv(opts ...Option) (c *Client, ok bool, err error) {
 	u := os.Getenv("SANDBOXER_API_URL")
 	if u == "" {
 		return nil, false, nil
 	}
-	c, err = New(u, os.Getenv("SANDBOXER_API_TOKEN"), opts...)
+	tok := os.Getenv("SANDBOXER_API_TOKEN")
+	if f := os.Getenv("SANDBOXER_API_TOKEN_FILE"); strings.TrimSpace(tok) == "" && f != "" {
+		opts = append([]Option{WithTokenFile(f)}, opts...)
+	}
+	c, err = New(u, tok, opts...)
 	return c, true, err
+}
+
+// bearer is the token of this call: the file's current content with
+// WithTokenFile. Errors name the file, never its content.
+func (c *Client) bearer() (string, error) {
+	if c.tokenFile == "" {
+		return c.token, nil
+	}
+	b, err := os.ReadFile(c.tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("sandboxer API: read the token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("sandboxer API: the token file %s is empty", c.tokenFile)
+	}
+	return tok, nil
 }
 
 // Request ensures an on-demand instance exists and covers body (POST
@@ -143,7 +174,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("sandboxer API %s: %w", path, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	tok, err := c.bearer()
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Accept", "application/json")
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/api"
@@ -27,7 +28,11 @@ func (s settings) open(ctx context.Context) (backend, error) {
 		if s.provider != nil {
 			return nil, errors.New("Provider works with the library only, but SANDBOXER_API_URL points at an API")
 		}
-		c, err := apiclient.New(s.apiURL, s.apiToken)
+		var opts []apiclient.Option
+		if strings.TrimSpace(s.apiToken) == "" && s.apiTokenFile != "" {
+			opts = append(opts, apiclient.WithTokenFile(s.apiTokenFile))
+		}
+		c, err := apiclient.New(s.apiURL, s.apiToken, opts...)
 		if err != nil {
 			return nil, err
 		}

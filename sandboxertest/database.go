@@ -2,7 +2,6 @@ package sandboxertest
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -48,7 +47,7 @@ func CreateDB() DatabaseOption { return func(s *dbSettings) { s.opts.CreateDB = 
 // Setenv. The database's role cannot reach any other test's database.
 func Database(tb testing.TB, address string, opts ...DatabaseOption) *Sandbox {
 	tb.Helper()
-	s := dbSettings{settings: settings{apiURL: os.Getenv("SANDBOXER_API_URL"), apiToken: os.Getenv("SANDBOXER_API_TOKEN"), timeout: 10 * time.Minute}}
+	s := dbSettings{settings: envSettings()}
 	for _, o := range opts {
 		o(&s)
 	}

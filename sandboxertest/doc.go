@@ -23,7 +23,9 @@
 //
 // It works through the library on the nearest directory holding
 // *.sbx.hcl (Dir to choose one), or through a running `sandboxer serve`
-// when SANDBOXER_API_URL (and SANDBOXER_API_TOKEN) are set.
+// when SANDBOXER_API_URL (and SANDBOXER_API_TOKEN, or
+// SANDBOXER_API_TOKEN_FILE, e.g. a pod's projected ServiceAccount token,
+// read at each call) are set.
 //
 // What this package must never do: log credentials (only addresses and
 // generations), or leave an instance behind that the caller did not ask

@@ -50,7 +50,10 @@ type settings struct {
 	provider   apply.Provider
 	apiURL     string
 	apiToken   string
-	timeout    time.Duration
+	// apiTokenFile is read at each call when apiToken is empty
+	// (SANDBOXER_API_TOKEN_FILE: a pod's rotated ServiceAccount token).
+	apiTokenFile string
+	timeout      time.Duration
 }
 
 // Key names the instance instead of the derived key; tests (even in
@@ -98,9 +101,16 @@ func Release() Option { return func(s *settings) { f := false; s.keep = &f } }
 func Provider(p apply.Provider) Option { return func(s *settings) { s.provider = p } }
 
 // API sends the request to a running `sandboxer serve` instead of using
-// the library (default: SANDBOXER_API_URL and SANDBOXER_API_TOKEN).
+// the library (default: SANDBOXER_API_URL and SANDBOXER_API_TOKEN, or
+// SANDBOXER_API_TOKEN_FILE, read at each call).
 func API(url, token string) Option {
 	return func(s *settings) { s.apiURL, s.apiToken = url, token }
+}
+
+// envSettings are the defaults the environment gives.
+func envSettings() settings {
+	return settings{apiURL: os.Getenv("SANDBOXER_API_URL"), apiToken: os.Getenv("SANDBOXER_API_TOKEN"),
+		apiTokenFile: os.Getenv("SANDBOXER_API_TOKEN_FILE"), timeout: 10 * time.Minute}
 }
 
 // Timeout bounds the request, provision included (default 10 minutes).
@@ -119,7 +129,7 @@ func RequireDocker(tb testing.TB) {
 // credentials. Any failure fails the test.
 func Request(tb testing.TB, address string, opts ...Option) *Sandbox {
 	tb.Helper()
-	s := settings{apiURL: os.Getenv("SANDBOXER_API_URL"), apiToken: os.Getenv("SANDBOXER_API_TOKEN"), timeout: 10 * time.Minute}
+	s := envSettings()
 	for _, o := range opts {
 		o(&s)
 	}

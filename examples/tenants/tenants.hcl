@@ -32,3 +32,27 @@ tenant "beta" {
     max_ttl   = "1h"
   }
 }
+
+# Pods as tenants (serve --kube-auth): an agent pod presents its projected
+# ServiceAccount token (audience "sandboxer"); the cluster reviews it, and
+# the tenant whose service_accounts admit the pod's ServiceAccount is the
+# one it acts for. No secret is shared with the pods, and none is here.
+# "NAMESPACE:NAME" admits one ServiceAccount, "NAMESPACE:*" every
+# ServiceAccount of the namespace (its default rule; a tenant that names
+# a ServiceAccount itself wins over it). A pattern belongs to one tenant.
+# A tenant may have tokens, service_accounts or both.
+tenant "runner" {
+  service_accounts = ["agents:runner"]
+  blocks           = ["agent"]
+  quota {
+    instances = 3
+  }
+}
+
+tenant "team-b" {
+  service_accounts = ["team-b:*"]
+  quota {
+    instances = 10
+    max_ttl   = "2h"
+  }
+}

@@ -1,7 +1,9 @@
 // Package server is sandboxer's HTTP JSON API for agents (SPEC §8): the
 // library's request, release, extend, list, snapshot, restore and reset
-// over HTTP, behind a bearer token. It takes the library through the
-// Library interface it defines.
+// over HTTP, behind a bearer token: the operator's, a tenant's (by its
+// SHA-256), or a Kubernetes ServiceAccount token a tenant admits
+// (SetServiceAccounts; an API server that cannot say is 503). It takes
+// the library through the Library interface it defines.
 //
 // Routes: POST /v1/request, POST /v1/release, POST /v1/extend,
 // GET /v1/sandboxes, POST /v1/snapshot, /v1/restore, /v1/reset,

@@ -47,10 +47,13 @@ type Server struct {
 	token [32]byte // SHA-256 of the operator's bearer token
 	// tenants are the other tokens' owners (SetTenants); nil: none.
 	tenants atomic.Pointer[tenants.Set]
-	rate    limiter
-	log     *slog.Logger
-	mux     *http.ServeMux
-	base    context.Context
+	// accounts verifies ServiceAccount tokens (SetServiceAccounts); nil:
+	// none are accepted.
+	accounts ServiceAccounts
+	rate     limiter
+	log      *slog.Logger
+	mux      *http.ServeMux
+	base     context.Context
 	// metrics count calls once ServeMetrics mounted them; nil: none.
 	metrics *Metrics
 	// draining: shutdown began (Drain), /readyz answers 503.
@@ -119,6 +122,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rw.tenant != "" {
 			attrs = append(attrs, "tenant", rw.tenant)
 		}
+		if rw.account != "" {
+			attrs = append(attrs, "serviceaccount", rw.account)
+		}
 		if rw.addr != "" {
 			attrs = append(attrs, "address", rw.addr)
 		}
@@ -150,16 +156,25 @@ func (s *Server) notFoundOrMethod(w http.ResponseWriter, r *http.Request) {
 // authed requires "Authorization: Bearer <token>": the operator's,
 // compared in constant time (over fixed-length digests, so the length
 // leaks nothing either), or a tenant's, found by its digest (the token
-// itself is never kept). A tenant's call acts for it (sandboxer.WithTenant)
-// and spends its rate.
+// itself is never kept), or, with SetServiceAccounts, a ServiceAccount
+// token the cluster vouches for whose ServiceAccount a tenant admits
+// (asked only when the digest matched nothing). A tenant's call acts for
+// it (sandboxer.WithTenant) and spends its rate.
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		got = strings.TrimSpace(got)
+		sum := sha256.Sum256([]byte(got))
 		admin := subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
 		var t *sandboxer.Tenant
 		if !admin {
 			t = s.tenantFor(sum)
+		}
+		if ok && !admin && t == nil && s.accounts != nil && got != "" {
+			var written bool
+			if t, written = s.serviceAccountTenant(w, r, got); written {
+				return
+			}
 		}
 		if !ok || (!admin && t == nil) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxer"`)
@@ -186,7 +201,9 @@ type recorder struct {
 	wrote  bool
 	addr   string
 	tenant string
-	code   api.Code // of an error answer
+	// account is the ServiceAccount ("ns/name") a call authenticated as.
+	account string
+	code    api.Code // of an error answer
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/internal/kubeauth"
 	"github.com/sandboxer/sandboxer/internal/tenants"
 )
 
@@ -90,4 +93,45 @@ func withTenant(r *http.Request, t *sandboxer.Tenant) *http.Request {
 		return r
 	}
 	return r.WithContext(sandboxer.WithTenant(r.Context(), t))
+}
+
+// ServiceAccounts verifies Kubernetes ServiceAccount tokens
+// (*kubeauth.Authenticator): the ServiceAccount a token is, or an error
+// that is kubeauth.ErrUnauthenticated (401) or else means the cluster
+// could not say (503).
+type ServiceAccounts interface {
+	Authenticate(ctx context.Context, token string) (kubeauth.Identity, error)
+}
+
+// SetServiceAccounts makes the server accept ServiceAccount tokens
+// (serve --kube-auth), each acting for the tenant whose service_accounts
+// admit it. Call it before serving.
+func (s *Server) SetServiceAccounts(a ServiceAccounts) { s.accounts = a }
+
+// serviceAccountTenant is the tenant a ServiceAccount token acts for,
+// nil when the token is not one or no tenant admits its ServiceAccount
+// (the caller answers 401). written is true when it has answered itself:
+// 503, the cluster could not say. Neither the token nor its hash is
+// logged; the ServiceAccount is.
+func (s *Server) serviceAccountTenant(w http.ResponseWriter, r *http.Request, token string) (t *sandboxer.Tenant, written bool) {
+	id, err := s.accounts.Authenticate(r.Context(), token)
+	switch {
+	case errors.Is(err, kubeauth.ErrUnauthenticated):
+		return nil, false
+	case err != nil:
+		s.log.Error("cannot verify a ServiceAccount token", "error", err.Error())
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable,
+			"cannot verify the ServiceAccount token now: the Kubernetes API server did not answer; retry", nil)
+		return nil, true
+	}
+	t = s.tenants.Load().ServiceAccount(id.Namespace, id.Name)
+	if t == nil {
+		s.log.Info("no tenant admits this ServiceAccount", "serviceaccount", id.String())
+		return nil, false
+	}
+	if rw, ok := w.(*recorder); ok {
+		rw.account = id.String()
+	}
+	return t, false
 }

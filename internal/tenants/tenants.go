@@ -17,10 +17,13 @@ import (
 	"github.com/sandboxer/sandboxer"
 )
 
-// Set is a loaded tenants file: the tenants by the hash of each token.
+// Set is a loaded tenants file: the tenants by the hash of each token,
+// and by the ServiceAccounts each admits (ServiceAccount).
 type Set struct {
 	byHash map[[32]byte]*sandboxer.Tenant
-	names  []string
+	// bySA maps "namespace:name" and "namespace:*" to their tenant.
+	bySA  map[string]*sandboxer.Tenant
+	names []string
 }
 
 // Lookup is the tenant whose token hashes to sum; nil when none has it.
@@ -44,7 +47,7 @@ func Hash(token string) string {
 var (
 	fileSchema   = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "tenant", LabelNames: []string{"name"}}}}
 	tenantSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "tokens", Required: true}, {Name: "blocks"}},
+		Attributes: []hcl.AttributeSchema{{Name: "tokens"}, {Name: "service_accounts"}, {Name: "blocks"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "quota"}},
 	}
 	quotaSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
@@ -98,9 +101,10 @@ func Parse(src []byte, filename string, blocks []string) (*Set, hcl.Diagnostics)
 	}
 	content, d := f.Body.Content(fileSchema)
 	diags = append(diags, d...)
-	set := &Set{byHash: map[[32]byte]*sandboxer.Tenant{}}
+	set := &Set{byHash: map[[32]byte]*sandboxer.Tenant{}, bySA: map[string]*sandboxer.Tenant{}}
 	seen := map[string]hcl.Range{}
 	hashSeen := map[[32]byte]hcl.Range{}
+	saSeen := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
 		name := b.Labels[0]
 		if !sandboxer.TenantNamePattern.MatchString(name) {
@@ -115,7 +119,7 @@ func Parse(src []byte, filename string, blocks []string) (*Set, hcl.Diagnostics)
 			continue
 		}
 		seen[name] = b.LabelRanges[0]
-		t, sums, d := decodeTenant(name, b, blocks)
+		t, sums, sas, d := decodeTenant(name, b, blocks)
 		diags = append(diags, d...)
 		if t == nil {
 			continue
@@ -128,6 +132,15 @@ func Parse(src []byte, filename string, blocks []string) (*Set, hcl.Diagnostics)
 			}
 			hashSeen[s.sum] = s.rng
 			set.byHash[s.sum] = t
+		}
+		for _, sa := range sas {
+			if prev, dup := saSeen[sa.v]; dup {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate service account",
+					Detail: fmt.Sprintf("%q is already given at %s; a ServiceAccount pattern belongs to one tenant", sa.v, prev), Subject: sa.rng.Ptr()})
+				continue
+			}
+			saSeen[sa.v] = sa.rng
+			set.bySA[sa.v] = t
 		}
 		set.names = append(set.names, name)
 	}
@@ -143,18 +156,26 @@ type tokenHash struct {
 	rng hcl.Range
 }
 
-func decodeTenant(name string, b *hcl.Block, blocks []string) (*sandboxer.Tenant, []tokenHash, hcl.Diagnostics) {
+func decodeTenant(name string, b *hcl.Block, blocks []string) (*sandboxer.Tenant, []tokenHash, []located, hcl.Diagnostics) {
 	content, diags := b.Body.Content(tenantSchema)
 	if diags.HasErrors() {
-		return nil, nil, diags
+		return nil, nil, nil, diags
 	}
 	t := &sandboxer.Tenant{Name: name}
 	var sums []tokenHash
 	tokens, d := stringList(content.Attributes["tokens"])
 	diags = append(diags, d...)
-	if len(tokens) == 0 && !d.HasErrors() {
+	sas, dsa := serviceAccounts(content.Attributes["service_accounts"])
+	diags = append(diags, dsa...)
+	if len(tokens) == 0 && len(sas) == 0 && !d.HasErrors() && !dsa.HasErrors() {
+		subject := b.DefRange.Ptr()
+		if a := content.Attributes["tokens"]; a != nil {
+			subject = a.Range.Ptr()
+		} else if a := content.Attributes["service_accounts"]; a != nil {
+			subject = a.Range.Ptr()
+		}
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No tokens",
-			Detail: fmt.Sprintf("tenant %q needs at least one token hash", name), Subject: content.Attributes["tokens"].Range.Ptr()})
+			Detail: fmt.Sprintf("tenant %q needs at least one token hash (tokens) or ServiceAccount (service_accounts)", name), Subject: subject})
 	}
 	for _, tok := range tokens {
 		if !hashPattern.MatchString(tok.v) {
@@ -190,9 +211,9 @@ func decodeTenant(name string, b *hcl.Block, blocks []string) (*sandboxer.Tenant
 		diags = append(diags, decodeQuota(qb, &t.Quota)...)
 	}
 	if diags.HasErrors() {
-		return nil, nil, diags
+		return nil, nil, nil, diags
 	}
-	return t, sums, diags
+	return t, sums, sas, diags
 }
 
 func decodeQuota(b *hcl.Block, q *sandboxer.Quota) hcl.Diagnostics {

@@ -28,8 +28,18 @@ func TestExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(set.Names(), ","); got != "acme,beta" {
-		t.Errorf("tenants %s, want acme,beta", got)
+	if got := strings.Join(set.Names(), ","); got != "acme,beta,runner,team-b" {
+		t.Errorf("tenants %s, want acme,beta,runner,team-b", got)
+	}
+	for sa, want := range map[string]string{"agents:runner": "runner", "team-b:ci": "team-b", "agents:other": ""} {
+		ns, name, _ := strings.Cut(sa, ":")
+		got := ""
+		if tn := set.ServiceAccount(ns, name); tn != nil {
+			got = tn.Name
+		}
+		if got != want {
+			t.Errorf("ServiceAccount %s finds %q, want %q", sa, got, want)
+		}
 	}
 	for tok, want := range map[string]string{"acme-example-token-1": "acme", "acme-example-token-2": "acme", "beta-example-token": "beta"} {
 		tn := set.Lookup(sha256.Sum256([]byte(tok)))

@@ -41,6 +41,12 @@ type ServeOptions struct {
 	// Dashboard serves the live dashboard at / (its feed at
 	// /v1/dashboard).
 	Dashboard bool
+	// KubeAuth is the audience ServiceAccount tokens must be for; ""
+	// turns ServiceAccount tokens off (serve_kubeauth.go).
+	KubeAuth string
+	// Kubeconfig reaches the API server that reviews them (else
+	// KUBECONFIG, else in-cluster).
+	Kubeconfig string
 }
 
 // mcpPath is where serve offers the MCP server over streamable HTTP.
@@ -72,6 +78,13 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 			"is reread when it changes or on SIGHUP; a bad one is logged and the previous\n" +
 			"one kept. /mcp is stateless (any replica answers any call) unless\n" +
 			"--mcp-release-on-disconnect.\n\n" +
+			"With --kube-auth, a pod's projected ServiceAccount token (audience sandboxer,\n" +
+			"or --kube-auth=AUDIENCE) acts for the tenant whose service_accounts admit its\n" +
+			"namespace:name: the cluster's API server reviews it (TokenReview; serve's own\n" +
+			"identity needs create on tokenreviews, system:auth-delegator), reached in-cluster\n" +
+			"or through --kubeconfig/KUBECONFIG. Answers are kept 30 s at most, by the\n" +
+			"token's SHA-256. A token for another audience, expired, or of a ServiceAccount\n" +
+			"no tenant admits is 401; an API server that cannot answer is 503.\n\n" +
 			"A live dashboard is at / (open it in a browser and give it a token: the\n" +
 			"operator's shows everything, a tenant's only what it holds): instances with\n" +
 			"their TTLs counting down, pool levels, this process's last events and a chart\n" +
@@ -104,6 +117,9 @@ func newServeCmd(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	fs.StringVar(&opts.LogFormat, "log-format", "text", "log records as `text` (logfmt) or json")
 	fs.BoolVar(&opts.MCPReleaseOnDisconnect, "mcp-release-on-disconnect", false, "keep MCP sessions at /mcp in this process and release every instance a session requested when it ends (else /mcp is stateless: any replica answers, instances end by their ttl)")
 	fs.BoolVar(&opts.Dashboard, "dashboard", true, "serve the live dashboard at / (its data at GET /v1/dashboard, behind the token)")
+	fs.StringVar(&opts.KubeAuth, "kube-auth", "", "accept Kubernetes ServiceAccount tokens for `AUDIENCE` (--kube-auth alone: sandboxer), verified by TokenReview and mapped to tenants by their service_accounts")
+	fs.Lookup("kube-auth").NoOptDefVal = kubeAuthAudience
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "with --kube-auth, reach the API server through `FILE` (else KUBECONFIG, else the in-cluster config)")
 	fs.StringVar(&opts.OnDemand.Replica, "replica", "", "name this process in events and logs when several serve one state (also SANDBOXER_REPLICA; default HOST-PID with a PostgreSQL backend)")
 	return cmd
 }
@@ -142,6 +158,10 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 	}
 	if opts.ShutdownDelay < 0 {
 		return fmt.Errorf("--shutdown-delay must not be negative")
+	}
+	accounts, err := serveKubeAuth(f, opts)
+	if err != nil {
+		return err
 	}
 	opts.OnDemand.Replica = replicaName(f, opts.OnDemand.Replica)
 	// The metrics and the dashboard's recorder hear the library's
@@ -183,6 +203,13 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		api.ServeDashboard(dashboard.New(s.lib, recorder))
 	}
 	api.ServeMetrics(metrics)
+	if accounts != nil {
+		api.SetServiceAccounts(accounts)
+		logger.Info("ServiceAccount tokens accepted", "audience", accounts.Audience())
+		if opts.TenantsFile == "" {
+			logger.Warn("--kube-auth without --tenants: no tenant admits a ServiceAccount, so their tokens are refused")
+		}
+	}
 	if opts.TenantsFile != "" {
 		path := f.Path(opts.TenantsFile)
 		blocks := onDemandBlocks(s.lib.Config())
@@ -192,7 +219,8 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		}
 		api.SetTenants(set)
 		logger.Info("tenants file loaded", "file", path, "tenants", len(set.Names()))
-		go watchTenants(ctx, path, blocks, api, logger)
+		warnServiceAccounts(logger, set, accounts != nil)
+		go watchTenants(ctx, path, blocks, api, logger, accounts != nil)
 	}
 	// Stateless unless the instances of a session are to be released when
 	// it ends: that needs the session in this process (one replica, or a

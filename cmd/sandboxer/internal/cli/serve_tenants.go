@@ -35,7 +35,7 @@ func onDemandBlocks(cfg *config.Config) []string {
 // changes (its size or modification time) or SIGHUP comes, until ctx
 // ends. A bad file is logged (file:line:col; it never holds a token, and
 // errors never quote a hash) and the previous set stays.
-func watchTenants(ctx context.Context, path string, blocks []string, api *server.Server, logger *slog.Logger) {
+func watchTenants(ctx context.Context, path string, blocks []string, api *server.Server, logger *slog.Logger, kubeAuth bool) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -60,6 +60,7 @@ func watchTenants(ctx context.Context, path string, blocks []string, api *server
 		}
 		api.SetTenants(set)
 		logger.Info("tenants file reloaded", "file", path, "tenants", len(set.Names()))
+		warnServiceAccounts(logger, set, kubeAuth)
 	}
 }
 
