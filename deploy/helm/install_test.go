@@ -118,6 +118,24 @@ func TestChartInstallsOnTheCluster(t *testing.T) {
 		return err == nil && podReady(p)
 	})
 	backendURL := fmt.Sprintf("postgres://postgres:%s@state-pg.%s.svc.cluster.local:5432/postgres?sslmode=disable", pgPassword, ns)
+	// Agent pods as tenants: ns's ServiceAccount "agent" is tenant
+	// agents; every ServiceAccount of another namespace is tenant others.
+	ns2 := ns + "-other"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns2,
+		Labels: map[string]string{"sandboxer.dev/test": "true"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns2, metav1.DeleteOptions{})
+	})
+	for _, sa := range [][2]string{{ns, "agent"}, {ns2, "outsider"}} {
+		if _, err := cs.CoreV1().ServiceAccounts(sa[0]).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa[1]}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret("agent-tenants", map[string]string{"tenants.hcl": fmt.Sprintf("tenant \"agents\" {\n  service_accounts = [%q]\n}\ntenant \"others\" {\n  service_accounts = [%q]\n}\n",
+		ns+":agent", ns2+":*")})
 	secret(release+"-sandboxer-api-token", map[string]string{"token": token})
 	secret(release+"-sandboxer-state", map[string]string{"backend-url": backendURL, "state-key": randomHex(t, 32)})
 
@@ -139,8 +157,13 @@ config:
         on_demand = true
         ttl       = "30m"
       }
+tenants:
+  existingSecret: agent-tenants
+service:
+  clusterIP: None
 serve:
   shutdownDelaySeconds: 1
+  kubeAuthAudience: sandboxer
   extraEnv:
     - name: KUBERNETES_SERVICE_HOST
       value: %q
@@ -221,6 +244,49 @@ serve:
 	}
 	t.Logf("install to both replicas ready %s; to the first request served (a cold sandbox) %s", ready.Round(100*time.Millisecond), firstServed.Round(100*time.Millisecond))
 
+	// An agent pod requests a sandbox through the Service with its
+	// projected ServiceAccount token and queries it at the in-cluster
+	// address; a pod of another namespace lists nothing of it.
+	svc := fmt.Sprintf("%s-sandboxer.%s.svc.cluster.local", release, ns)
+	agentLog := runAgent(t, cs, ns, "agent", svc, `resp=$(req POST /v1/request '{"address":"sandbox.agent","key":"from-pod"}')
+printf '%s\n' "$resp" | head -1
+url=$(printf '%s' "$resp" | grep -o '"SANDBOXER_POSTGRES_URL": *"[^"]*"' | sed -e 's/.*: *"//' -e 's/"$//' -e 's/\\u0026/\&/g')
+[ -n "$url" ] || { echo "no url in the answer"; exit 1; }
+psql "$url" -tAc 'select 40 + 2' && echo AGENT-OK`)
+	if !strings.Contains(agentLog, " 200 OK") || !strings.Contains(agentLog, "42") || !strings.Contains(agentLog, "AGENT-OK") {
+		t.Errorf("the agent pod:\n%s", agentLog)
+	}
+	outsiderLog := runAgent(t, cs, ns2, "outsider", svc, `req GET /v1/sandboxes ''`)
+	if !strings.Contains(outsiderLog, " 200 OK") || strings.Contains(outsiderLog, "from-pod") || strings.Contains(outsiderLog, "e2e") {
+		t.Errorf("a pod of another namespace lists:\n%s", outsiderLog)
+	}
+	for _, l := range []string{agentLog, outsiderLog} {
+		if strings.Contains(l, token) || strings.Contains(l, "eyJ") {
+			t.Error("a pod's log holds a token")
+		}
+	}
+	var list api.SandboxList
+	req, _ := http.NewRequest(http.MethodGet, replicas[0]+api.PathSandboxes, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_ = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+	}
+	agentAddr := ""
+	for _, in := range list.Sandboxes {
+		if strings.Contains(in.Address, "from-pod") {
+			agentAddr = in.Address
+			if in.Owner != "agents" {
+				t.Errorf("the agent's instance %s is owned by %q, want agents", in.Address, in.Owner)
+			}
+		}
+	}
+	if agentAddr == "" {
+		t.Errorf("the operator's list has no instance of the agent pod: %+v", list.Sandboxes)
+	} else if s := call(replicas[0], api.PathRelease, api.ReleaseBody{Address: agentAddr}, nil); s != 200 {
+		t.Errorf("release the agent's instance: %d", s)
+	}
+
 	var rel struct{ Released bool }
 	if s := call(replicas[1], api.PathRelease, api.ReleaseBody{Address: first.Address}, &rel); s != 200 || !rel.Released {
 		t.Errorf("release: %d %v", s, rel.Released)
@@ -254,6 +320,52 @@ serve:
 	})
 }
 
+// runAgent runs a pod of ServiceAccount sa in ns that calls sandboxer's
+// Service with its projected token (audience sandboxer) by the shell
+// function req METHOD PATH BODY (HTTP/1.0 over bash's /dev/tcp: the
+// image needs no client), runs script, and returns its log once it ended.
+func runAgent(t *testing.T, cs *k8s.Clientset, ns, sa, host, script string) string {
+	t.Helper()
+	ctx := context.Background()
+	const lib = `set -u
+tok=$(cat /var/run/secrets/sandboxer/token)
+req() {
+  exec 3<>"/dev/tcp/$SBX_HOST/8080" || exit 3
+  printf '%s %s HTTP/1.0\r\nHost: sandboxer\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' "$1" "$2" "$tok" "${#3}" "$3" >&3
+  cat <&3
+  exec 3<&-
+}
+`
+	expire := int64(600)
+	name := sa + "-" + randomHex(t, 3)
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: sa, AutomountServiceAccountToken: new(bool), RestartPolicy: corev1.RestartPolicyNever,
+			Volumes: []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+					Audience: "sandboxer", ExpirationSeconds: &expire, Path: "token"}}}}}}},
+			Containers: []corev1.Container{{
+				Name: "agent", Image: "sandboxer.local/postgres:17", ImagePullPolicy: corev1.PullNever,
+				Command:      []string{"bash", "-c", lib + script},
+				Env:          []corev1.EnvVar{{Name: "SBX_HOST", Value: host}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/sandboxer", ReadOnly: true}},
+			}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 4*time.Minute, "the pod "+ns+"/"+name+" to end", func() bool {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
+	})
+	b, err := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("the log of %s/%s: %v", ns, name, err)
+	}
+	return string(b)
+}
+
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
@@ -281,6 +393,10 @@ func podReport(ctx context.Context, cs *k8s.Clientset, ns string) string {
 			}
 			if tm := c.LastTerminationState.Terminated; tm != nil {
 				fmt.Fprintf(&b, " last exit %d %s", tm.ExitCode, tm.Reason)
+				tail := int64(5)
+				if l, err := cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: true, TailLines: &tail}).DoRaw(ctx); err == nil {
+					fmt.Fprintf(&b, ", its log ends:\n%s", l)
+				}
 			}
 			b.WriteString("]")
 		}
