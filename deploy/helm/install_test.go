@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,6 +165,7 @@ service:
   clusterIP: None
 serve:
   shutdownDelaySeconds: 1
+  reapInterval: 5s
   kubeAuthAudience: sandboxer
   extraEnv:
     - name: KUBERNETES_SERVICE_HOST
@@ -287,19 +290,170 @@ psql "$url" -tAc 'select 40 + 2' && echo AGENT-OK`)
 		t.Errorf("release the agent's instance: %d", s)
 	}
 
+	// A burst: 60 concurrent requests for 12 keys over both replicas make
+	// 12 provisions (the others wait for them and are cache hits).
+	quick := &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{
+		DialContext: (&net.Dialer{Timeout: 3 * time.Second}).DialContext}}
+	post := func(base string, key string) (api.Sandbox, error) {
+		var sb api.Sandbox
+		b, _ := json.Marshal(api.RequestBody{Address: "sandbox.agent", Key: key})
+		req, _ := http.NewRequest(http.MethodPost, base+api.PathRequest, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := quick.Do(req)
+		if err != nil {
+			return sb, err
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return sb, fmt.Errorf("%d %s", resp.StatusCode, data)
+		}
+		return sb, json.Unmarshal(data, &sb)
+	}
+	// requestKey asks replica i, then the next on any failure, until one
+	// answers (a client's retry).
+	requestKey := func(i int, key string) (api.Sandbox, int, error) {
+		deadline := time.Now().Add(4 * time.Minute)
+		for tries := 1; ; tries++ {
+			sb, err := post(replicas[(i+tries-1)%len(replicas)], key)
+			if err == nil || time.Now().After(deadline) {
+				return sb, tries, err
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	burstStart := time.Now()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	fresh := 0
+	for i := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sb, _, err := requestKey(i, fmt.Sprintf("burst-%d", i%12))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Errorf("burst request %d: %v", i, err)
+			case !sb.Reused:
+				fresh++
+			}
+		}()
+	}
+	wg.Wait()
+	if fresh != 12 {
+		t.Errorf("60 requests for 12 keys over 2 replicas: %d provisions, want 12", fresh)
+	}
+	t.Logf("60 requests for 12 keys over 2 replicas: %s", time.Since(burstStart).Round(100*time.Millisecond))
+
+	// A replica killed (grace period 0) in the middle of a burst: every
+	// request succeeds on retry, one instance per key, and once all are
+	// released the janitor leaves nothing behind (what the dead replica
+	// was making is an orphan it removes).
+	victim := ""
+	for _, p := range pods.Items {
+		if "http://"+p.Status.PodIP+":8080" == replicas[0] {
+			victim = p.Name
+		}
+	}
+	killStart := time.Now()
+	retried := 0
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, tries, err := requestKey(i, fmt.Sprintf("kill-%d", i%6))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("request %d with a replica killed: %v", i, err)
+			}
+			if tries > 1 {
+				retried++
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	zero := int64(0)
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	t.Logf("24 requests for 6 keys, replica %s killed after 1 s: all answered in %s, %d after a retry", victim,
+		time.Since(killStart).Round(100*time.Millisecond), retried)
+	survivor := replicas[1]
+	listAll := func() []api.Instance {
+		var l api.SandboxList
+		req, _ := http.NewRequest(http.MethodGet, survivor+api.PathSandboxes, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := quick.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		return l.Sandboxes
+	}
+	kills := 0
+	for _, in := range listAll() {
+		if strings.Contains(in.Address, `"kill-`) {
+			kills++
+		}
+	}
+	if kills != 6 {
+		t.Errorf("%d instances of the 6 kill-N keys in the state", kills)
+	}
+	for _, in := range listAll() {
+		if strings.Contains(in.Address, "burst-") || strings.Contains(in.Address, "kill-") {
+			if s := call(survivor, api.PathRelease, api.ReleaseBody{Address: in.Address}, nil); s != 200 {
+				t.Errorf("release %s: %d", in.Address, s)
+			}
+		}
+	}
+
 	var rel struct{ Released bool }
 	if s := call(replicas[1], api.PathRelease, api.ReleaseBody{Address: first.Address}, &rel); s != 200 || !rel.Released {
 		t.Errorf("release: %d %v", s, rel.Released)
+	}
+	// Every instance is released: the janitor (every 5 s, on the
+	// replica that leads) removes what the killed replica left.
+	managedLeft := func() []string {
+		var left []string
+		ps, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "sandboxer.dev/managed=true"})
+		if err != nil {
+			return []string{err.Error()}
+		}
+		for _, p := range ps.Items {
+			left = append(left, "pod/"+p.Name)
+		}
+		ss, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "sandboxer.dev/managed=true"})
+		if err != nil {
+			return []string{err.Error()}
+		}
+		for _, o := range ss.Items {
+			left = append(left, "secret/"+o.Name)
+		}
+		return left
+	}
+	reapDeadline := time.Now().Add(2 * time.Minute)
+	for left := managedLeft(); len(left) > 0; left = managedLeft() {
+		if time.Now().After(reapDeadline) {
+			t.Fatalf("left after every instance was released and the janitor ran: %v", left)
+		}
+		time.Sleep(time.Second)
 	}
 	if out, err := kubeHelm("uninstall", release, "--wait", "--timeout", "2m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
 	uninstalled = true
-	// Nothing of sandboxer's (labelled dev.sandboxer.*) and nothing of the
-	// chart's is left in the namespace.
+	// Nothing of sandboxer's (labelled sandboxer.dev/managed) and nothing
+	// of the chart's is left in the namespace.
 	waitFor(t, 2*time.Minute, "nothing labelled left", func() bool {
 		left := 0
-		for _, sel := range []string{"dev.sandboxer.managed=true", "app.kubernetes.io/instance=" + release} {
+		for _, sel := range []string{"sandboxer.dev/managed=true", "app.kubernetes.io/instance=" + release} {
 			ps, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 			if err != nil {
 				return false
