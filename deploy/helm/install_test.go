@@ -384,6 +384,34 @@ psql "$url" -tAc 'select 40 + 2' && echo AGENT-OK`)
 		t.Errorf("60 requests for 12 keys over 2 replicas: %d provisions, want 12", fresh)
 	}
 	t.Logf("60 requests for 12 keys over 2 replicas: %s", time.Since(burstStart).Round(100*time.Millisecond))
+	// SANDBOXER_TEST_DEBUG_BURST=1 logs when each sandbox pod of the burst
+	// was made and became ready, and the replicas' non-call log lines: a
+	// replica's first burst sometimes waits about 70 s before making any
+	// pod (docs/performance.md), for whoever looks into it.
+	if os.Getenv("SANDBOXER_TEST_DEBUG_BURST") != "" {
+		ps, _ := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "sandboxer.dev/managed=true"})
+		for _, p := range ps.Items {
+			line := fmt.Sprintf("%s created %s", p.Name, p.CreationTimestamp.Sub(burstStart).Round(100*time.Millisecond))
+			for _, c := range p.Status.Conditions {
+				line += fmt.Sprintf(" %s@%s", c.Type, c.LastTransitionTime.Sub(burstStart).Round(100*time.Millisecond))
+			}
+			for _, c := range p.Status.ContainerStatuses {
+				if c.State.Running != nil {
+					line += fmt.Sprintf(" %s-running@%s", c.Name, c.State.Running.StartedAt.Sub(burstStart).Round(100*time.Millisecond))
+				}
+			}
+			t.Log(line)
+		}
+		rs, _ := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		for _, p := range rs.Items {
+			l, _ := cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			for _, line := range strings.Split(string(l), "\n") {
+				if !strings.Contains(line, `"msg":"call"`) || strings.Contains(line, "burst-1\\\"") {
+					t.Logf("%s: %s", p.Name, line)
+				}
+			}
+		}
+	}
 	// No replica restarted under the burst.
 	if ps, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}); err == nil {
 		for _, p := range ps.Items {
