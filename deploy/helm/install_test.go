@@ -385,9 +385,9 @@ psql "$url" -tAc 'select 40 + 2' && echo AGENT-OK`)
 	}
 	t.Logf("60 requests for 12 keys over 2 replicas: %s", time.Since(burstStart).Round(100*time.Millisecond))
 	// SANDBOXER_TEST_DEBUG_BURST=1 logs when each sandbox pod of the burst
-	// was made and became ready, and the replicas' non-call log lines: a
-	// replica's first burst sometimes waits about 70 s before making any
-	// pod (docs/performance.md), for whoever looks into it.
+	// was made and became ready, the inspection pods' events and the
+	// replicas' non-call log lines (how the stalls that a bridge without
+	// its own MAC address caused were found: docs/performance.md).
 	if os.Getenv("SANDBOXER_TEST_DEBUG_BURST") != "" {
 		ps, _ := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "sandboxer.dev/managed=true"})
 		for _, p := range ps.Items {
@@ -401,6 +401,12 @@ psql "$url" -tAc 'select 40 + 2' && echo AGENT-OK`)
 				}
 			}
 			t.Log(line)
+		}
+		evs, _ := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		for _, e := range evs.Items {
+			if strings.HasPrefix(e.InvolvedObject.Name, "sbx-inspect") {
+				t.Logf("event %s %s %s: %s", e.FirstTimestamp.Sub(burstStart).Round(100*time.Millisecond), e.InvolvedObject.Name, e.Reason, e.Message)
+			}
 		}
 		rs, _ := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
 		for _, p := range rs.Items {

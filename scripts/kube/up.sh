@@ -165,7 +165,14 @@ start kube-controller-manager kube-controller-manager \
 # --- node: network, containerd, DNS, kubelet ----------------------------
 # The bridge is made here rather than by the CNI plugin so CoreDNS can bind
 # its address before the first pod exists.
+# Its MAC address is set, not left to the kernel: a bridge without one
+# takes the lowest of its ports' and changes it as pods come and go, and a
+# pod whose ARP entry for the gateway still names the old one loses every
+# packet to the node (the apiserver, for serve in a pod) until the entry
+# is checked again, some 30-60 s later. 0a:58 and the IP, as the CNI
+# bridge plugin names addresses.
 ip link add "$BRIDGE" type bridge
+ip link set "$BRIDGE" address "$(printf '0a:58:%02x:%02x:%02x:%02x' ${BRIDGE_IP//./ })"
 ip addr add "$BRIDGE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
 ip link set "$BRIDGE" up
 # Docker leaves FORWARD's policy at DROP and br_netfilter passes bridged
