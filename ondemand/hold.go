@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sandboxer/sandboxer/state"
@@ -78,22 +79,24 @@ func (b *Broker) ReleaseUnheld(ctx context.Context, address, key, holder string)
 	// Under the lock: a request holds before it takes the lock, so a
 	// holder that came meanwhile is seen here, and one that comes after
 	// provisions anew once this release is over.
-	if err := b.Store.Unhold(ctx, addr, holder); err != nil {
-		return false, 0, err
-	}
 	leases, err := b.Store.HeldBy(ctx, addr)
 	if err != nil {
 		return false, 0, err
 	}
-	live, dead := splitLeases(leases, b.now(), state.Hostname())
+	others := slices.DeleteFunc(leases, func(l state.Lease) bool { return l.Holder == holder })
+	live, dead := splitLeases(others, b.now(), state.Hostname())
 	if len(live) > 0 {
-		return false, len(live), nil
+		return false, len(live), b.Store.Unhold(ctx, addr, holder)
 	}
+	// The holder's own lease goes only after the release: a process
+	// killed in between leaves a lease of a dead holder, which the reaper
+	// releases the instance for, never an instance nobody holds that
+	// lives on to its ttl.
 	released, err = b.releaseLocked(ctx, t, addr)
 	if err != nil {
 		return false, 0, err
 	}
-	var errs []error
+	errs := []error{b.Store.Unhold(ctx, addr, holder)}
 	for _, l := range dead {
 		errs = append(errs, b.Store.Unhold(ctx, addr, l.Holder))
 	}
