@@ -369,6 +369,16 @@ func (s *Sandboxer) outputValues(ctx context.Context) (cty.Value, hcl.Diagnostic
 	if err != nil {
 		return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Failed to read state", Detail: err.Error()}}
 	}
+	outs, diags := OutputValues(s.cfg, snap)
+	if diags.HasErrors() {
+		return cty.NilVal, diags
+	}
+	return cty.ObjectVal(outs), diags
+}
+
+// OutputValues evaluates cfg's outputs against the records of snap: what
+// apply and `output` print, and what `sandboxer test` asserts on.
+func OutputValues(cfg *config.Config, snap *state.Snapshot) (map[string]cty.Value, hcl.Diagnostics) {
 	vals := map[config.Address]map[string]map[string]string{}
 	for _, r := range snap.Records {
 		addr, err := config.ParseAddress(r.Address)
@@ -381,11 +391,7 @@ func (s *Sandboxer) outputValues(ctx context.Context) (cty.Value, hcl.Diagnostic
 		}
 		vals[addr] = svcs
 	}
-	outs, diags := s.cfg.EvalOutputs(vals)
-	if diags.HasErrors() {
-		return cty.NilVal, diags
-	}
-	return cty.ObjectVal(outs), diags
+	return cfg.EvalOutputs(vals)
 }
 
 func (o Options) environ() []string {

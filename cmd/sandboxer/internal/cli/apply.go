@@ -208,7 +208,7 @@ func printOutputs(cmd *cobra.Command, f *Factory, cfg *config.Config, store stat
 	if err != nil {
 		return err
 	}
-	vals, diags := outputValues(cfg, snap)
+	vals, diags := sandboxer.OutputValues(cfg, snap)
 	if diags.HasErrors() {
 		renderDiags(f, cfg, diags)
 		return errReported

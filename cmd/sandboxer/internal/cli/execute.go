@@ -5,12 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
-
-	"github.com/sandboxer/sandboxer/config"
-	"github.com/sandboxer/sandboxer/state"
 )
 
 // errCancelled is a declined confirmation: nothing changed, exit 1.
@@ -28,22 +22,4 @@ func confirm(f *Factory, question string) error {
 		return errCancelled
 	}
 	return nil
-}
-
-// outputValues evaluates outputs against state, for printing after apply
-// and for `output`.
-func outputValues(cfg *config.Config, snap *state.Snapshot) (map[string]cty.Value, hcl.Diagnostics) {
-	vals := map[config.Address]map[string]map[string]string{}
-	for _, r := range snap.Records {
-		addr, err := config.ParseAddress(r.Address)
-		if err != nil {
-			continue
-		}
-		svcs := map[string]map[string]string{}
-		for svc, c := range r.Credentials {
-			svcs[svc] = c.Attributes(svc)
-		}
-		vals[addr] = svcs
-	}
-	return cfg.EvalOutputs(vals)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/internal/views"
 )
 
@@ -71,7 +72,7 @@ func outputRun(cmd *cobra.Command, opts *OutputOptions) error {
 	if err != nil {
 		return err
 	}
-	vals, diags := outputValues(cfg, snap)
+	vals, diags := sandboxer.OutputValues(cfg, snap)
 	if opts.Name != "" {
 		// Only the asked-for output has to be computable.
 		diags = diags[:0:0]
