@@ -116,7 +116,7 @@ func TestApplyDockerStartFailures(t *testing.T) {
 			// machine's load, up to 5×: still far too short); the
 			// fixture turns templates off, from which a quiet machine
 			// may start PostgreSQL within it.
-			name: "slow", features: config.FeatureSet{"postgres": {}}, ready: 300 * time.Millisecond,
+			name: "slow", features: config.FeatureSet{"postgres": {}}, ready: 50 * time.Millisecond,
 			want: []string{"sandbox.slow: create:", "not ready after", "try again"},
 		},
 	} {

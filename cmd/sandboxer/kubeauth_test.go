@@ -205,6 +205,11 @@ func TestServeKubeAuth(t *testing.T) {
 		if status, data := call(rbase, runnerTok, "GET", api.PathSandboxes, ""); status != 503 || !strings.Contains(string(data), `"unavailable"`) {
 			t.Errorf("serve without create on tokenreviews: %d %s, want 503", status, data)
 		}
+		// The log line is written after the answer: wait for it.
+		logged := time.Now().Add(10 * time.Second)
+		for !strings.Contains(rlogs.String(), "system:auth-delegator") && time.Now().Before(logged) {
+			time.Sleep(50 * time.Millisecond)
+		}
 		if !strings.Contains(rlogs.String(), "system:auth-delegator") {
 			t.Errorf("the 503's log line does not say which binding is missing:\n%s", rlogs)
 		}
