@@ -202,20 +202,35 @@ func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (*d
 	}
 	key := fmt.Sprintf("%s#%d", rec.Address, rec.Generation)
 	s.dbs.mu.Lock()
-	defer s.dbs.mu.Unlock()
 	if srv, ok := s.dbs.servers[key]; ok {
+		s.dbs.mu.Unlock()
 		return srv, nil
 	}
 	admin := c
 	admin.User, admin.Password = c.AdminUser, c.AdminPassword
 	srv, err := databases.Open(ctx, admin.URL("postgres"), c.Host, c.Port)
 	if err != nil {
+		s.dbs.mu.Unlock()
 		return nil, classify(err)
 	}
 	if s.dbs.servers == nil {
 		s.dbs.servers = map[string]*databases.Server{}
 	}
 	s.dbs.servers[key] = srv
+	// A host replaced (a superset, a dead one re-provisioned): the old
+	// generation's server hands out nothing more and stops refilling
+	// its pool; its databases went with its container.
+	var old []*databases.Server
+	for k, o := range s.dbs.servers {
+		if k != key && k[:strings.LastIndex(k, "#")] == rec.Address {
+			old = append(old, o)
+			delete(s.dbs.servers, k)
+		}
+	}
+	s.dbs.mu.Unlock()
+	for _, o := range old {
+		o.Close()
+	}
 	return srv, nil
 }
 

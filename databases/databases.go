@@ -128,9 +128,9 @@ func OpenWith(ctx context.Context, adminURL, host string, port int, pc PoolConfi
 	return s, nil
 }
 
-// Close stops the background filling and closes the admin connections.
-// Ready databases stay for other processes (Reap drops them after an
-// hour).
+// Close stops the background filling (a clone under way is finished,
+// not thrown away) and closes the admin connections. Ready databases
+// stay for other processes (Reap drops them after an hour).
 func (s *Server) Close() {
 	s.pools.close()
 	s.pool.Close()
@@ -266,21 +266,23 @@ func (s *Server) drop(ctx context.Context, name string) error {
 }
 
 // Reap drops every database whose lease passed, and those of a process
-// on this host that is gone (a test binary killed before its cleanup).
+// on this host that is gone (a test binary killed before its cleanup,
+// with what it held and any clone it was making for the pool).
 func (s *Server) Reap(ctx context.Context) (dropped []string, err error) {
 	host, _ := os.Hostname()
-	rows, err := s.pool.Query(ctx, `SELECT name, host, pid, expires_at < now() FROM sbx_databases`)
+	rows, err := s.pool.Query(ctx, `SELECT name, host, pid, pooled, expires_at < now() FROM sbx_databases`)
 	if err != nil {
 		return nil, fmt.Errorf("databases: reap: %w", err)
 	}
 	type lease struct {
 		name, host string
 		pid        int
+		pooled     bool
 		expired    bool
 	}
 	leases, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lease, error) {
 		var l lease
-		err := r.Scan(&l.name, &l.host, &l.pid, &l.expired)
+		err := r.Scan(&l.name, &l.host, &l.pid, &l.pooled, &l.expired)
 		return l, err
 	})
 	if err != nil {
@@ -288,7 +290,11 @@ func (s *Server) Reap(ctx context.Context) (dropped []string, err error) {
 	}
 	var errs []error
 	for _, l := range leases {
-		if l.expired || (l.host == host && l.pid > 0 && !processAlive(l.pid)) {
+		// A ready (pooled) database outlives the process that made it;
+		// one handed out, or one whose clone its maker did not finish,
+		// goes with its process.
+		mine := l.host == host || l.host == fillHost(host)
+		if l.expired || (!l.pooled && mine && l.pid > 0 && !processAlive(l.pid)) {
 			if err := s.drop(ctx, l.name); err != nil {
 				errs = append(errs, err)
 				continue
