@@ -178,43 +178,73 @@ func TestPooledDatabases(t *testing.T) {
 // (each connects, runs SELECT 1, drops it) and answers databases per
 // second.
 func databaseThroughput(ctx context.Context, sb *sandboxer.Sandboxer, m databases.Migration, workers, n int) (float64, error) {
-	jobs := make(chan int, n)
-	for i := range n {
-		jobs <- i
+	return runThroughput(ctx, workers, n, 0, freshDatabase(sb, m))
+}
+
+// freshDatabase is one test's database: handed out, connected to,
+// queried, dropped.
+func freshDatabase(sb *sandboxer.Sandboxer, m databases.Migration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: m})
+		if err != nil {
+			return err
+		}
+		c, err := connectURL(ctx, d.URL("postgres"))
+		if err == nil {
+			_, err = c.Exec(ctx, `SELECT 1`)
+			c.Close(ctx)
+		}
+		if err == nil {
+			err = sb.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"])
+		}
+		return err
 	}
-	close(jobs)
+}
+
+// runThroughput runs one from workers goroutines, n times in all, or
+// (dur > 0) for dur, and answers how many a second were done.
+func runThroughput(ctx context.Context, workers, n int, dur time.Duration, one func(context.Context) error) (float64, error) {
+	var mu sync.Mutex
+	done := 0
+	var firstErr error
+	deadline := time.Now().Add(dur)
+	next := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr != nil {
+			return false
+		}
+		if dur > 0 {
+			return time.Now().Before(deadline)
+		}
+		if n <= 0 {
+			return false
+		}
+		n--
+		return true
+	}
 	var wg sync.WaitGroup
-	errs := make(chan error, workers)
 	start := time.Now()
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range jobs {
-				d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: m})
-				if err != nil {
-					errs <- err
-					return
-				}
-				c, err := connectURL(ctx, d.URL("postgres"))
-				if err == nil {
-					_, err = c.Exec(ctx, `SELECT 1`)
-					c.Close(ctx)
+			for next() {
+				err := one(ctx)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
 				}
 				if err == nil {
-					err = sb.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"])
+					done++
 				}
-				if err != nil {
-					errs <- err
-					return
-				}
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, err
+	if firstErr != nil {
+		return 0, firstErr
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return float64(done) / time.Since(start).Seconds(), nil
 }
