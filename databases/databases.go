@@ -34,6 +34,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,6 +82,9 @@ type Server struct {
 	host  string
 	port  int
 	pools *pools
+
+	tplMu sync.Mutex
+	ready map[string]bool // templates seen ready
 }
 
 // Open connects to the server with the default PoolConfig; adminURL is
