@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -71,4 +72,47 @@ func TestDatabaseHelper(t *testing.T) {
 		c.Close(ctx)
 		t.Errorf("database %s still answers after its test's cleanup", name)
 	}
+
+	// The next test's database comes from the host's pool of ready ones
+	// (the first test's hand-out started the refill).
+	lib, err := sandboxer.Open(ctx, dir, sandboxer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	rec, err := lib.Store().Get(ctx, `sandbox.db["`+sandboxer.DatabaseHostKey+`"]`)
+	if err != nil || rec == nil {
+		t.Fatalf("the host's record: %v", err)
+	}
+	admin := rec.Credentials["postgres"]
+	admin.User, admin.Password, admin.Database = admin.AdminUser, admin.AdminPassword, "postgres"
+	ac, err := pgx.Connect(ctx, admin.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close(ctx)
+	ready := map[string]bool{}
+	for deadline := time.Now().Add(2 * time.Minute); len(ready) == 0; time.Sleep(50 * time.Millisecond) {
+		rows, err := ac.Query(ctx, `SELECT name FROM sbx_databases WHERE pooled`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			ready[n] = true
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no ready database in the host after 2 minutes")
+		}
+	}
+	t.Run("next test", func(t *testing.T) {
+		db := sandboxertest.Database(t, "sandbox.db", sandboxertest.With(sandboxertest.Dir(dir)),
+			sandboxertest.Migrations(`CREATE TABLE notes (body text)`, `INSERT INTO notes VALUES ('seeded')`))
+		if n := db.Env["SANDBOXER_POSTGRES_DB"]; !ready[n] {
+			t.Errorf("handed out %s, not one of the ready %v", n, ready)
+		}
+	})
 }
