@@ -181,7 +181,18 @@ func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databa
 			return srv, rec, nil
 		}
 	}
-	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: DatabaseHostKey, TTL: databaseHostTTL(ctx).String()})
+	// This process's first hand-out in the host (a test binary, a
+	// sandboxertest.Database opening the library per test): a host the
+	// cache rule covers as it stands is used without the broker's lock
+	// and probe; connecting to its server as the admin is the probe, and
+	// a host that does not answer goes through Request.
+	req := ondemand.Request{Address: a.String(), Key: DatabaseHostKey, TTL: databaseHostTTL(ctx).String()}
+	if rec, err := s.broker().Covered(ctx, req); err == nil && rec != nil {
+		if srv, err := s.connectDatabases(ctx, rec); err == nil {
+			return srv, rec, nil
+		}
+	}
+	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: req.Key, TTL: req.TTL})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,8 @@ package sandboxer_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +20,7 @@ import (
 // own, and no hand-out after the replace is of the old host.
 func TestPooledDatabaseFaults(t *testing.T) {
 	ctx := context.Background()
-	sb, _ := openDatabases(t, nil, "")
+	sb, dir := openDatabases(t, nil, "")
 	schema := databases.SQL(`CREATE TABLE faults (id int PRIMARY KEY)`)
 	d1, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: schema})
 	if err != nil {
@@ -145,5 +147,41 @@ func TestPooledDatabaseFaults(t *testing.T) {
 		// The new host's pool fills again (adminConn reads the current
 		// record: the new host).
 		waitReady(t, sb, 2)
+	})
+
+	// A process's first hand-out skips the broker only while the cache
+	// rule covers the host: once the block asks for more, a fresh library
+	// (a new test process) replaces the host, and the next one uses it.
+	t.Run("block asks for more", func(t *testing.T) {
+		before, err := sb.Store().Get(ctx, hostAddr)
+		if err != nil || before == nil {
+			t.Fatalf("host record: %v", err)
+		}
+		hcl := strings.Replace(databasesFixture, `services = ["postgres"]`, "services = [\"postgres\"]\n  extensions = { postgres = [\"citext\"] }", 1)
+		if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(hcl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gen := func() int {
+			lib, err := sandboxer.Open(ctx, dir, sandboxer.Options{CacheDir: filepath.Join(dir, "cache")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lib.Close()
+			d, err := lib.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: schema})
+			if err != nil {
+				t.Fatalf("Database in a fresh library: %v", err)
+			}
+			if err := lib.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"]); err != nil {
+				t.Fatal(err)
+			}
+			return d.Generation
+		}
+		grown := gen()
+		if grown <= before.Generation {
+			t.Fatalf("the block asks for citext, yet a fresh library handed out of generation %d (the host was %d)", grown, before.Generation)
+		}
+		if again := gen(); again != grown {
+			t.Errorf("the next fresh library handed out of generation %d, want the covering host's %d", again, grown)
+		}
 	})
 }

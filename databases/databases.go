@@ -115,6 +115,17 @@ func OpenWith(ctx context.Context, adminURL, host string, port int, pc PoolConfi
 		return nil, fmt.Errorf("databases: connect as admin: %w", err)
 	}
 	s := &Server{pool: pool, host: host, port: port, pools: newPools(pc, fill)}
+	// Made once per host: the take function is made last, with the
+	// table's columns, so its presence says the rest is there. A host
+	// that does not answer fails here (callers take this as its probe).
+	var made bool
+	if err := pool.QueryRow(ctx, `SELECT to_regprocedure('sbx_take_v1(text,text,boolean,interval,text,integer)') IS NOT NULL`).Scan(&made); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("databases: lease table: %w", err)
+	}
+	if made {
+		return s, nil
+	}
 	// Under a lock: processes opening the same host at once would race
 	// on the catalog (CREATE … IF NOT EXISTS is not atomic).
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
