@@ -3,16 +3,21 @@ package sandboxer_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/databases"
@@ -288,4 +293,112 @@ func poolChild(dir string) {
 	// Not back through TestMain: its sweep of new template volumes would
 	// take those other processes made meanwhile.
 	os.Exit(0)
+}
+
+// A process killed with SIGKILL in the middle of a clone it was making
+// for the pool (the database made, not yet marked ready) leaves a lease
+// in its name that reap drops, with the database and its role: a ready
+// clone outlives its maker, a half-made one does not. The clone is held
+// half-made by locking its lease row before the maker marks it ready.
+func TestHalfMadeCloneOfKilledProcessIsReaped(t *testing.T) {
+	if dir := os.Getenv("SBX_CLONE_CHILD_DIR"); dir != "" {
+		cloneChild(dir)
+		return
+	}
+	ctx := context.Background()
+	sb, dir := openDatabases(t, nil, "")
+	// The host and its lease table, before the child runs.
+	d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"]); err != nil {
+		t.Fatal(err)
+	}
+	admin := adminConn(t, sb)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHalfMadeCloneOfKilledProcessIsReaped$")
+	cmd.Env = append(os.Environ(), "SBX_CLONE_CHILD_DIR="+dir)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+
+	// Catch one of the child's clones between its CREATE DATABASE and
+	// its marking ready: lock its lease row, so the marking waits.
+	var name string
+	locker := adminConn(t, sb)
+	for deadline := time.Now().Add(3 * time.Minute); name == ""; {
+		if time.Now().After(deadline) {
+			t.Fatal("no clone of the child caught half-made in 3 minutes")
+		}
+		if _, err := locker.Exec(ctx, `BEGIN`); err != nil {
+			t.Fatal(err)
+		}
+		// FOR UPDATE rechecks NOT pooled on the row's latest version;
+		// SKIP LOCKED passes over one the child is marking right now.
+		err := locker.QueryRow(ctx, `SELECT name FROM sbx_databases d WHERE pid = $1 AND host LIKE 'pool@%' AND NOT pooled
+			AND EXISTS (SELECT 1 FROM pg_database WHERE datname = d.name) LIMIT 1 FOR UPDATE SKIP LOCKED`, pid).Scan(&name)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if name == "" {
+			if _, err := locker.Exec(ctx, `ROLLBACK`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if _, err := locker.Exec(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	var pooled, exists bool
+	if err := admin.QueryRow(ctx, `SELECT pooled, EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) FROM sbx_databases WHERE name = $1`, name).Scan(&pooled, &exists); err != nil || pooled || !exists {
+		t.Fatalf("the half-made clone %s after the kill: pooled %v, database %v (%v); want a database not ready", name, pooled, exists, err)
+	}
+
+	rep, err := sb.Reap(ctx)
+	if err != nil {
+		t.Fatalf("Reap: %v", err)
+	}
+	found := false
+	for _, ns := range rep.Databases {
+		found = found || slices.Contains(ns, name)
+	}
+	if !found {
+		t.Errorf("reap did not report the half-made clone %s (reported %v)", name, rep.Databases)
+	}
+	var left bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) OR EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)
+		OR EXISTS (SELECT 1 FROM sbx_databases WHERE name = $1)`, name).Scan(&left); err != nil || left {
+		t.Errorf("after reap, the half-made clone %s's database, role or lease is left (%v)", name, err)
+	}
+	var unready int
+	if err := admin.QueryRow(ctx, `SELECT count(*) FROM sbx_databases WHERE pid = $1 AND NOT pooled`, pid).Scan(&unready); err != nil || unready != 0 {
+		t.Errorf("%d leases of the killed child neither ready nor dropped after reap (%v)", unready, err)
+	}
+}
+
+// cloneChild takes and drops databases until it is killed, so that its
+// pool keeps cloning.
+func cloneChild(dir string) {
+	ctx := context.Background()
+	sb, err := sandboxer.Open(ctx, dir, sandboxer.Options{CacheDir: filepath.Join(dir, "cache")})
+	if err != nil {
+		fmt.Printf("FAIL %v\n", err)
+		os.Exit(1)
+	}
+	schema := databases.SQL(`CREATE TABLE halfmade (id int)`)
+	for {
+		d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: schema})
+		if err != nil {
+			fmt.Printf("FAIL %v\n", err)
+			os.Exit(1)
+		}
+		_ = sb.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"])
+	}
 }
