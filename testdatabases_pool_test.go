@@ -155,6 +155,22 @@ func TestPooledDatabases(t *testing.T) {
 			t.Fatalf("log in to the API's database: %v", err)
 		}
 		conn.Close(ctx)
+		// Its lease is the API's (ended by its TTL only), also when it
+		// was claimed ahead: rewritten after the hand-out.
+		admin := adminConn(t, sb)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var host string
+			var pid int
+			if err := admin.QueryRow(ctx, `SELECT host, pid FROM sbx_databases WHERE name = $1`, name).Scan(&host, &pid); err != nil {
+				t.Fatal(err)
+			}
+			if host == "remote" && pid == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the API's database's lease is host %q pid %d, want remote, 0", host, pid)
+			}
+		}
 		if err := c.DropDatabase(ctx, "sandbox.db", name); err != nil {
 			t.Fatal(err)
 		}
@@ -206,10 +222,11 @@ func TestPooledDatabases(t *testing.T) {
 	})
 }
 
-// readyNames are the host's ready (pooled) databases.
+// readyNames are the host's databases made ahead and never handed out:
+// ready in the pool, or claimed ahead by a process that keeps asking.
 func readyNames(t *testing.T, sb *sandboxer.Sandboxer) map[string]bool {
 	t.Helper()
-	rows, err := adminConn(t, sb).Query(context.Background(), `SELECT name FROM sbx_databases WHERE pooled`)
+	rows, err := adminConn(t, sb).Query(context.Background(), `SELECT name FROM sbx_databases WHERE pooled OR host LIKE 'prefetch@%'`)
 	if err != nil {
 		t.Fatal(err)
 	}

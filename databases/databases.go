@@ -15,7 +15,8 @@
 //
 // Clones are also made ahead (pool.go): a ready clone's role cannot log
 // in until Take claims it and binds a verifier made for that hand-out; a
-// clone is handed out once and never put back.
+// clone is handed out once and never put back. A process that keeps
+// asking claims a few ahead (prefetch.go), handed out from memory.
 //
 // It works over a connection as the server's admin role, whatever runs
 // the server (a Docker container, a Kubernetes pod): it is PostgreSQL
@@ -85,6 +86,8 @@ type Server struct {
 
 	tplMu sync.Mutex
 	ready map[string]bool // templates seen ready
+
+	prefetch prefetcher
 }
 
 // Open connects to the server with the default PoolConfig; adminURL is
@@ -147,6 +150,8 @@ func OpenWith(ctx context.Context, adminURL, host string, port int, pc PoolConfi
 // not thrown away) and closes the admin connections. Ready databases
 // stay for other processes (Reap drops them after an hour).
 func (s *Server) Close() {
+	s.pools.stop()
+	s.closePrefetch()
 	s.pools.close()
 	s.pool.Close()
 }
@@ -308,7 +313,7 @@ func (s *Server) Reap(ctx context.Context) (dropped []string, err error) {
 		// A ready (pooled) database outlives the process that made it;
 		// one handed out, or one whose clone its maker did not finish,
 		// goes with its process.
-		mine := l.host == host || l.host == fillHost(host)
+		mine := l.host == host || l.host == fillHost(host) || l.host == prefetchHost(host)
 		if l.expired || (!l.pooled && mine && l.pid > 0 && !processAlive(l.pid)) {
 			if err := s.drop(ctx, l.name); err != nil {
 				errs = append(errs, err)

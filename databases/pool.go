@@ -136,9 +136,15 @@ func newPools(cfg PoolConfig, fill *pgxpool.Pool) *pools {
 	return p
 }
 
-func (p *pools) close() {
+// stop ends the background work (clones under way are finished); close
+// then closes its connections.
+func (p *pools) stop() {
 	p.cancel()
 	p.wg.Wait()
+}
+
+func (p *pools) close() {
+	p.stop()
 	p.fill.Close()
 }
 
@@ -161,6 +167,9 @@ func (s *Server) Take(ctx context.Context, m Migration, o Options) (*Database, e
 	tpl, o, err := s.prepare(ctx, m, o)
 	if err != nil {
 		return nil, err
+	}
+	if d := s.fromPrefetch(tpl, o); d != nil {
+		return d, nil
 	}
 	sec, err := s.pools.secret()
 	if err != nil {
@@ -220,7 +229,7 @@ func (s *Server) waitBound(ctx context.Context) error {
 // lease: not ready in the pool, not being filled.
 func (s *Server) Held(ctx context.Context) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sbx_databases WHERE NOT pooled AND host <> 'pool' AND host NOT LIKE 'pool@%' AND expires_at > now()`).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sbx_databases WHERE NOT pooled AND host <> 'pool' AND host NOT LIKE 'pool@%' AND host NOT LIKE 'prefetch@%' AND expires_at > now()`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("databases: count the databases handed out: %w", err)
 	}
 	return n, nil
