@@ -69,7 +69,11 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 	if err != nil {
 		return nil, err
 	}
-	d, err := srv.Take(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote})
+	// Under a tenant's databases quota the next hand-out counts this one
+	// (Held): its lease must be the caller's before the lock goes.
+	t := TenantOf(ctx)
+	exact := t != nil && t.Quota.Databases > 0
+	d, err := srv.Take(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote, ExactLease: exact})
 	unlock()
 	if err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: err.Error(), Err: err}

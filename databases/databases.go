@@ -178,6 +178,11 @@ type Options struct {
 	// the HTTP API): its lease ends by TTL only, never because the
 	// process that created it on this machine (the server) is gone.
 	Remote bool
+	// ExactLease: the lease is the caller's when Take returns, also for
+	// a database claimed ahead (whose lease is otherwise rewritten just
+	// after): for a count of the databases held that must see it at once
+	// (a tenant's quota). It costs that hand-out a round trip.
+	ExactLease bool
 }
 
 // Database is one handed-out database.

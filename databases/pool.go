@@ -169,6 +169,13 @@ func (s *Server) Take(ctx context.Context, m Migration, o Options) (*Database, e
 		return nil, err
 	}
 	if d := s.fromPrefetch(tpl, o); d != nil {
+		if !o.ExactLease {
+			return d, nil
+		}
+		if err := s.leaseTo(ctx, d.Name, o); err != nil {
+			s.giveBackLater(d.Name)
+			return nil, fmt.Errorf("databases: lease %s: %w", d.Name, err)
+		}
 		return d, nil
 	}
 	sec, err := s.pools.secret()

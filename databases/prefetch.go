@@ -75,18 +75,24 @@ func (s *Server) fromPrefetch(tpl string, o Options) *Database {
 			s.claimAhead(tpl)
 		}()
 	}
-	if d != nil {
-		host, pid := leaseOwner(o)
-		name, ttl := d.Name, fmt.Sprintf("%d seconds", int(o.TTL.Seconds()))
+	if d != nil && !o.ExactLease {
 		s.pools.wg.Add(1)
 		go func() {
 			defer s.pools.wg.Done()
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(s.pools.ctx), cloneTimeout)
 			defer cancel()
-			_, _ = s.pools.fill.Exec(ctx, `UPDATE sbx_databases SET host = $2, pid = $3, expires_at = now() + $4::interval WHERE name = $1`, name, host, pid, ttl)
+			_ = s.leaseTo(ctx, d.Name, o)
 		}()
 	}
 	return d
+}
+
+// leaseTo writes the caller's lease over a database claimed ahead.
+func (s *Server) leaseTo(ctx context.Context, name string, o Options) error {
+	host, pid := leaseOwner(o)
+	_, err := s.pools.fill.Exec(ctx, `UPDATE sbx_databases SET host = $2, pid = $3, expires_at = now() + $4::interval WHERE name = $1`,
+		name, host, pid, fmt.Sprintf("%d seconds", int(o.TTL.Seconds())))
+	return err
 }
 
 // claimAhead claims ready databases of tpl until prefetchDepth are held
