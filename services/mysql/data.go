@@ -1,0 +1,144 @@
+package mysql
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Runner runs commands in, and copies files into, the container (or pod)
+// of one instance: the runtime's exec and copy. Data moves with the
+// server's own tools, so the service needs nothing else of a runtime.
+type Runner interface {
+	// Exec runs cmd as user; stdout, when not nil, receives its output.
+	Exec(ctx context.Context, user string, cmd []string, stdout io.Writer) error
+	// CopyIn puts files into dir: files maps names to local paths,
+	// inline names to contents.
+	CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error
+}
+
+// Data moves one instance's data: the handed-out database as SQL
+// (mariadb-dump's format, which the mysql tools read too).
+//
+// The dump runs inside the container as OS root over the socket, which
+// the init script lets root@localhost use (unix_socket): no password on a
+// command line or in the environment. The load runs as the handed-out
+// user, never as root, so a dump cannot create anything with more rights
+// than the user has: DEFINER clauses are taken out on the way (objects
+// are then defined by whoever loads them), and a dump that tries more
+// (GRANT, SET GLOBAL, the mysql schema) fails.
+type Data struct {
+	Run   Runner
+	Creds state.Credentials
+}
+
+// OSUser runs the data tools in the container.
+const OSUser = "root"
+
+// Dump writes the handed-out database as SQL: tables, data, views,
+// routines, triggers and events, without DEFINER clauses and without
+// CREATE DATABASE/USE, so it loads into any database.
+func (d Data) Dump(ctx context.Context, w io.Writer) error {
+	fw := &definerFilter{w: bufio.NewWriter(w)}
+	err := d.Run.Exec(ctx, OSUser, []string{"mariadb-dump", "--protocol=socket", "-uroot",
+		"--single-transaction", "--routines", "--triggers", "--events", "--hex-blob",
+		"--skip-comments", "--skip-dump-date", d.Creds.Database}, fw)
+	if err != nil {
+		return fmt.Errorf("mariadb-dump %s: %w", d.Creds.Database, err)
+	}
+	return fw.Close()
+}
+
+// Load replaces the handed-out database with the dump at localPath: the
+// database is dropped and made again empty (as root), then the dump runs
+// in it as the handed-out user over the socket. A dump that fails half way
+// leaves what it loaded so far.
+func (d Data) Load(ctx context.Context, localPath string) error {
+	c := d.Creds
+	dir := "/tmp/sandboxer-load-" + randomHex(6)
+	// The user's client settings go in a file of the run's own (0600,
+	// root's), not on the command line.
+	cnf := fmt.Sprintf("[client]\nuser=%s\npassword=%s\n", optionValue(c.User), optionValue(c.Password.Reveal()))
+	if err := d.Run.CopyIn(ctx, dir, map[string]string{"data.sql": localPath}, map[string][]byte{"client.cnf": []byte(cnf)}); err != nil {
+		return err
+	}
+	defer func() {
+		_ = d.Run.Exec(context.WithoutCancel(ctx), "root", []string{"rm", "-rf", dir}, nil)
+	}()
+	db := QuoteIdent(c.Database)
+	if err := d.Run.Exec(ctx, OSUser, []string{"mariadb", "--protocol=socket", "-uroot", "-e",
+		"DROP DATABASE IF EXISTS " + db + "; CREATE DATABASE " + db + " CHARACTER SET utf8mb4"}, nil); err != nil {
+		return fmt.Errorf("empty database %s: %w", c.Database, err)
+	}
+	if err := d.Run.Exec(ctx, OSUser, []string{"mariadb", "--defaults-extra-file=" + path.Join(dir, "client.cnf"),
+		"--protocol=socket", "--database=" + c.Database, "-e", "source " + path.Join(dir, "data.sql")}, nil); err != nil {
+		return fmt.Errorf("load the dump as %s: %w", c.User, err)
+	}
+	return nil
+}
+
+// optionValue quotes a value for an option file: double quotes with
+// backslash escapes, so #, ; and spaces stay part of it.
+func optionValue(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
+}
+
+// definerPattern is a DEFINER clause (DEFINER=`u`@`h`, with `` for a
+// backquote inside) as mariadb-dump writes it, alone or in a
+// /*!50017 … */ comment.
+var definerPattern = regexp.MustCompile("DEFINER=`(?:[^`]|``)*`@`(?:[^`]|``)*` ?")
+
+// definerFilter drops DEFINER clauses from the dump's statements; rows
+// (INSERT lines) pass untouched, so data holding that text stays as it was.
+type definerFilter struct {
+	w       *bufio.Writer
+	pending []byte
+}
+
+func (f *definerFilter) Write(p []byte) (int, error) {
+	f.pending = append(f.pending, p...)
+	for {
+		i := bytes.IndexByte(f.pending, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if err := f.line(f.pending[:i+1]); err != nil {
+			return 0, err
+		}
+		f.pending = f.pending[i+1:]
+	}
+}
+
+func (f *definerFilter) line(l []byte) error {
+	if !bytes.HasPrefix(l, []byte("INSERT INTO ")) {
+		l = definerPattern.ReplaceAll(l, nil)
+	}
+	_, err := f.w.Write(l)
+	return err
+}
+
+// Close writes what is left and flushes.
+func (f *definerFilter) Close() error {
+	if len(f.pending) > 0 {
+		if err := f.line(f.pending); err != nil {
+			return err
+		}
+		f.pending = nil
+	}
+	return f.w.Flush()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
