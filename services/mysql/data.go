@@ -92,7 +92,7 @@ func optionValue(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
 }
 
-// definerPattern is a DEFINER clause (DEFINER=`u`@`h`, with `` for a
+// definerPattern is a DEFINER clause (DEFINER=`u`@`h`, with “ for a
 // backquote inside) as mariadb-dump writes it, alone or in a
 // /*!50017 … */ comment.
 var definerPattern = regexp.MustCompile("DEFINER=`(?:[^`]|``)*`@`(?:[^`]|``)*` ?")
