@@ -93,12 +93,15 @@ func optionValue(s string) string {
 }
 
 // definerPattern is a DEFINER clause (DEFINER=`u`@`h`, with “ for a
-// backquote inside) as mariadb-dump writes it, alone or in a
-// /*!50017 … */ comment.
-var definerPattern = regexp.MustCompile("DEFINER=`(?:[^`]|``)*`@`(?:[^`]|``)*` ?")
+// backquote inside) where mariadb-dump writes one: at the start of a
+// statement's first line, after CREATE and the version comments
+// (CREATE DEFINER=… PROCEDURE, /*!50003 CREATE*/ /*!50017 DEFINER=…*/
+// /*!50003 TRIGGER, /*!50013 DEFINER=… SQL SECURITY DEFINER */). Rows
+// (lines starting with "(" or INSERT) never match, so data holding that
+// text stays as it was.
+var definerPattern = regexp.MustCompile("^((?:/\\*!\\d+ CREATE\\*/ )?(?:/\\*!\\d+ )?(?:CREATE )?)DEFINER=`(?:[^`]|``)*`@`(?:[^`]|``)*` ?")
 
-// definerFilter drops DEFINER clauses from the dump's statements; rows
-// (INSERT lines) pass untouched, so data holding that text stays as it was.
+// definerFilter drops DEFINER clauses from the dump, line by line.
 type definerFilter struct {
 	w       *bufio.Writer
 	pending []byte
@@ -119,10 +122,7 @@ func (f *definerFilter) Write(p []byte) (int, error) {
 }
 
 func (f *definerFilter) line(l []byte) error {
-	if !bytes.HasPrefix(l, []byte("INSERT INTO ")) {
-		l = definerPattern.ReplaceAll(l, nil)
-	}
-	_, err := f.w.Write(l)
+	_, err := f.w.Write(definerPattern.ReplaceAll(l, []byte("$1")))
 	return err
 }
 

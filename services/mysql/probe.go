@@ -32,8 +32,16 @@ func Config(host string, port int, user string, password state.Secret, db string
 	cfg.WriteTimeout = 30 * time.Second
 	cfg.TLS = tlsConf
 	cfg.ParseTime = true
+	cfg.Logger = quiet{}
 	return cfg
 }
+
+// quiet drops the driver's own log lines ("unexpected EOF" while a
+// server starts): the errors it returns say the same to the caller, and
+// a probe must not print.
+type quiet struct{}
+
+func (quiet) Print(...any) {}
 
 // Open returns a handle for one login (database/sql pools it).
 func Open(host string, port int, user string, password state.Secret, db string, tlsConf *tls.Config) (*sql.DB, error) {

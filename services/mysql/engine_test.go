@@ -1,0 +1,394 @@
+package mysql
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sandboxer/sandboxer/services/internal/enginetest"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// testImage is the local image images/build.sh mysql makes.
+const testImage = "sandboxer.local/mysql:11.8"
+
+// instance is a running server started the way a runtime starts one: the
+// init script in the init directory, the root password in a file named
+// by RootPasswordFileEnv, ServerArgs on the command line.
+type instance struct {
+	ctr   *enginetest.Container
+	creds state.Credentials // Host/Port: the published port
+	ready time.Duration
+}
+
+func startInstance(ctx context.Context, t *testing.T, feats []string) *instance {
+	t.Helper()
+	image := enginetest.Image(t, testImage, "images/build.sh mysql")
+	c := state.Credentials{
+		User:          "app_" + randomHex(4),
+		Password:      state.Secret(`pw'"\;# ` + randomHex(8)), // quoting is exercised
+		Database:      "db_" + randomHex(4),
+		AdminUser:     AdminUser,
+		AdminPassword: state.Secret("admin-" + randomHex(12)),
+	}
+	dir := t.TempDir()
+	initDir, secretDir := filepath.Join(dir, "init"), filepath.Join(dir, "secret")
+	for _, d := range []string{initDir, secretDir} {
+		// The server runs as mysql (999); a runtime chowns to Account(),
+		// the test opens the files to everyone instead.
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(initDir, InitScriptName), InitScript(c, feats))
+	writeFile(t, filepath.Join(secretDir, PasswordFile), []byte(c.AdminPassword.Reveal()))
+	ctr := enginetest.Start(ctx, t, enginetest.Spec{
+		Image: image,
+		Env: []string{
+			RootPasswordFileEnv + "=/run/sandboxer/" + PasswordFile,
+			"MARIADB_INITDB_SKIP_TZINFO=1",
+		},
+		Mounts: map[string]string{initDir: InitDir, secretDir: "/run/sandboxer"},
+		Port:   Port,
+		Args:   ServerArgs(),
+	})
+	c.Host, c.Port = "127.0.0.1", ctr.HostPort(ctx, Port)
+	inst := &instance{ctr: ctr, creds: c}
+	inst.ready = ctr.WaitFor(ctx, func(ctx context.Context) error { return Service{}.Ping(ctx, c, nil) })
+	return inst
+}
+
+func writeFile(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (in *instance) open(t *testing.T, user string, password state.Secret, db string) *sql.DB {
+	t.Helper()
+	h, err := Open(in.creds.Host, in.creds.Port, user, password, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// mysqlErr returns the server's error number, or 0.
+func mysqlErr(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// One instance, as a sandbox gets it: the app user logs in with the
+// driver and with the image's own client, the admin's credentials are not
+// the app's, every escape route is refused, the plugins are checked, and
+// the data round-trips through Dump and Load.
+func TestInstance(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	in := startInstance(ctx, t, []string{"archive"})
+	c := in.creds
+	t.Logf("ready %v after docker run", in.ready.Round(time.Millisecond))
+	app := in.open(t, c.User, c.Password, c.Database)
+
+	t.Run("app user logs in", func(t *testing.T) {
+		var who, db string
+		if err := app.QueryRowContext(ctx, "SELECT CURRENT_USER(), DATABASE()").Scan(&who, &db); err != nil {
+			t.Fatal(err)
+		}
+		if who != c.User+"@%" || db != c.Database {
+			t.Errorf("logged in as %s in %s, want %s@%% in %s", who, db, c.User, c.Database)
+		}
+		// The image's client, over TCP inside the container, with the
+		// handed-out credentials in an option file.
+		cnf := "[client]\nuser=" + optionValue(c.User) + "\npassword=" + optionValue(c.Password.Reveal()) + "\n"
+		dir := "/tmp/cli-" + randomHex(4)
+		if err := in.ctr.CopyIn(ctx, dir, nil, map[string][]byte{"my.cnf": []byte(cnf)}); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err := in.ctr.Exec(ctx, "root", []string{"mariadb", "--defaults-extra-file=" + dir + "/my.cnf",
+			"-h127.0.0.1", "-N", "-B", "-e", "SELECT CURRENT_USER()", c.Database}, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(out.String()); got != c.User+"@%" {
+			t.Errorf("mariadb CLI: CURRENT_USER() = %q", got)
+		}
+		// LOAD DATA LOCAL INFILE from the same client, which offers its
+		// files (--local-infile=1): the server refuses it.
+		err = in.ctr.Exec(ctx, "root", []string{"mariadb", "--defaults-extra-file=" + dir + "/my.cnf",
+			"-h127.0.0.1", "--local-infile=1", c.Database, "-e",
+			"CREATE TABLE li (line TEXT); LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE li"}, nil)
+		if err == nil || !strings.Contains(err.Error(), "not allowed") {
+			t.Errorf("LOAD DATA LOCAL INFILE: %v, want refused (not allowed)", err)
+		}
+		var n int
+		if err := app.QueryRowContext(ctx, "SELECT COUNT(*) FROM li").Scan(&n); err != nil || n != 0 {
+			t.Errorf("after LOAD DATA LOCAL: %d rows, %v", n, err)
+		}
+	})
+
+	t.Run("admin credentials are not the app's", func(t *testing.T) {
+		if c.User == c.AdminUser || c.Password == c.AdminPassword {
+			t.Fatal("the app got the admin's name or password")
+		}
+		if err := Ping(ctx, c.Host, c.Port, AdminUser, c.Password, "", nil); mysqlErr(err) != 1045 {
+			t.Errorf("root with the app's password: %v, want access denied (1045)", err)
+		}
+		if err := Ping(ctx, c.Host, c.Port, AdminUser, c.AdminPassword, "", nil); err != nil {
+			t.Errorf("root with the password file's password: %v", err)
+		}
+		var grants []string
+		rows, err := app.QueryContext(ctx, "SHOW GRANTS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var g string
+			_ = rows.Scan(&g)
+			grants = append(grants, g)
+		}
+		rows.Close()
+		for _, g := range grants {
+			if strings.Contains(g, " ON *.* ") && !strings.HasPrefix(g, "GRANT USAGE ON *.*") {
+				t.Errorf("global grant: %s", g)
+			}
+			if strings.Contains(g, "WITH GRANT OPTION") || strings.Contains(g, "`mysql`") {
+				t.Errorf("grant: %s", g)
+			}
+		}
+	})
+
+	t.Run("escape routes are refused", func(t *testing.T) {
+		var content sql.NullString
+		if err := app.QueryRowContext(ctx, "SELECT LOAD_FILE('/etc/passwd')").Scan(&content); err != nil || content.Valid {
+			t.Errorf("LOAD_FILE: %q, %v; want NULL (no FILE privilege)", content.String, err)
+		}
+		refused := []struct{ name, stmt string }{
+			{"INTO OUTFILE", "SELECT 1 INTO OUTFILE '/tmp/sbx-out'"},
+			{"LOAD DATA INFILE", "LOAD DATA INFILE '/etc/passwd' INTO TABLE li"},
+			{"SET GLOBAL", "SET GLOBAL max_connections = 5"},
+			{"CREATE USER", "CREATE USER 'intruder'@'%' IDENTIFIED BY 'x'"},
+			{"GRANT", "GRANT SELECT ON *.* TO '" + c.User + "'@'%'"},
+			{"mysql.user", "SELECT * FROM mysql.user"},
+			{"mysql.global_priv", "UPDATE mysql.global_priv SET priv = '{}'"},
+			{"INSTALL SONAME", "INSTALL SONAME 'ha_federatedx'"},
+			{"SHUTDOWN", "SHUTDOWN"},
+			{"another database", "CREATE DATABASE other_" + randomHex(3)},
+			{"SET DEFINER", "CREATE DEFINER='root'@'%' PROCEDURE p_root() SELECT 1"},
+		}
+		for _, r := range refused {
+			if _, err := app.ExecContext(ctx, r.stmt); err == nil {
+				t.Errorf("%s: allowed (%s)", r.name, r.stmt)
+			} else if mysqlErr(err) == 0 {
+				t.Errorf("%s: %v, want a refusal from the server", r.name, err)
+			}
+		}
+		// Not even root reads or writes files outside the closed
+		// secure_file_priv directory.
+		root := in.open(t, AdminUser, c.AdminPassword, "")
+		if err := root.QueryRowContext(ctx, "SELECT LOAD_FILE('/etc/passwd')").Scan(&content); err != nil || content.Valid {
+			t.Errorf("LOAD_FILE as root: %q, %v; want NULL", content.String, err)
+		}
+		if _, err := root.ExecContext(ctx, "SELECT 1 INTO OUTFILE '/tmp/sbx-out'"); err == nil {
+			t.Error("INTO OUTFILE /tmp as root: allowed")
+		}
+		// What a framework needs stays: its own test databases.
+		for _, db := range []string{c.Database + "_test", "test_" + c.Database} {
+			if _, err := app.ExecContext(ctx, "CREATE DATABASE "+QuoteIdent(db)); err != nil {
+				t.Errorf("CREATE DATABASE %s: %v", db, err)
+			}
+		}
+	})
+
+	t.Run("plugins", func(t *testing.T) {
+		got, err := Verify(ctx, app, testImage, []string{"archive"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for n := range got {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, Allowed()) {
+			t.Errorf("available plugins %v, want the whole allowlist %v", names, Allowed())
+		}
+		if _, err := app.ExecContext(ctx, "CREATE TABLE arch (id INT) ENGINE=ARCHIVE"); err != nil {
+			t.Errorf("ARCHIVE table: %v", err)
+		}
+		if _, err := Verify(ctx, app, testImage, []string{"blackhole"}); err == nil || !strings.Contains(err.Error(), "not ACTIVE") {
+			t.Errorf("a plugin not installed: %v", err)
+		}
+		if _, err := Verify(ctx, app, testImage, []string{"federatedx"}); err == nil || !strings.Contains(err.Error(), "allowlist") {
+			t.Errorf("a plugin off the allowlist: %v", err)
+		}
+	})
+
+	t.Run("dump and load", func(t *testing.T) {
+		for _, q := range []string{
+			"CREATE TABLE items (id INT PRIMARY KEY, note TEXT, blob_col VARBINARY(8))",
+			"INSERT INTO items VALUES (1, 'plain', 0x00ff), (2, 'DEFINER=`x`@`y` stays in data', NULL)",
+			"CREATE VIEW item_notes AS SELECT note FROM items",
+			"CREATE PROCEDURE count_items() SELECT COUNT(*) FROM items",
+			"CREATE TRIGGER items_upper BEFORE INSERT ON items FOR EACH ROW SET NEW.note = UPPER(NEW.note)",
+		} {
+			if _, err := app.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		d := Data{Run: in.ctr, Creds: c}
+		var dump bytes.Buffer
+		if err := d.Dump(ctx, &dump); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(dump.String(), "\n") {
+			if strings.Contains(line, "DEFINER=`") && !strings.HasPrefix(line, "(") {
+				t.Errorf("dump keeps a DEFINER clause: %s", line)
+			}
+		}
+		if !strings.Contains(dump.String(), "DEFINER=`x`@`y` stays in data") {
+			t.Error("the filter changed a row")
+		}
+		if _, err := app.ExecContext(ctx, "DELETE FROM items"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.ExecContext(ctx, "CREATE TABLE stray (id INT)"); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "dump.sql")
+		writeFile(t, path, dump.Bytes())
+		if err := d.Load(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		app2 := in.open(t, c.User, c.Password, c.Database) // Load dropped the database the old sessions used
+		var n int
+		var note string
+		if err := app2.QueryRowContext(ctx, "SELECT COUNT(*), MAX(note) FROM item_notes").Scan(&n, &note); err != nil || n != 2 {
+			t.Errorf("after load: %d rows, %v", n, err)
+		}
+		if err := app2.QueryRowContext(ctx, "CALL count_items()").Scan(&n); err != nil || n != 2 {
+			t.Errorf("procedure after load: %d, %v", n, err)
+		}
+		if _, err := app2.ExecContext(ctx, "INSERT INTO items VALUES (3, 'lower', NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := app2.QueryRowContext(ctx, "SELECT note FROM items WHERE id = 3").Scan(&note); err != nil || note != "LOWER" {
+			t.Errorf("trigger after load: %q, %v", note, err)
+		}
+		if _, err := app2.ExecContext(ctx, "SELECT * FROM stray"); mysqlErr(err) != 1146 {
+			t.Errorf("a table made after the dump survived the load: %v", err)
+		}
+	})
+
+	t.Run("idle memory", func(t *testing.T) {
+		time.Sleep(2 * time.Second)
+		mib := in.ctr.MemoryMiB(ctx)
+		t.Logf("idle memory (docker stats): %.1f MiB", mib)
+		if mib > 256 {
+			t.Errorf("idle memory %.1f MiB, more than the 256 MiB LeanArgs should keep it under", mib)
+		}
+	})
+}
+
+// The image's own contract, without sandboxer's init script: the
+// official images' variables (with _FILE), the init directory's .sql.gz
+// and .sh files, and a restart that keeps the data and does not
+// initialise again.
+func TestImageContract(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	image := enginetest.Image(t, testImage, "images/build.sh mysql")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rootPW, userPW := "root-"+randomHex(6), "user-"+randomHex(6)
+	writeFile(t, filepath.Join(dir, "root-pw"), []byte(rootPW))
+	writeFile(t, filepath.Join(dir, "user-pw"), []byte(userPW+"\n")) // trailing newline: stripped, as $(<file) does
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte("CREATE TABLE seeded (v TEXT); INSERT INTO seeded VALUES ('from sql.gz');\n"))
+	_ = zw.Close()
+	initDir := filepath.Join(dir, "init")
+	if err := os.Mkdir(initDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(initDir, "10-seed.sql.gz"), gz.Bytes())
+	writeFile(t, filepath.Join(initDir, "20-more.sh"),
+		[]byte("process_sql <<<\"INSERT INTO seeded VALUES ('from sh as $(id -un)')\"\n"))
+	ctr := enginetest.Start(ctx, t, enginetest.Spec{
+		Image: image,
+		Env: []string{
+			"MARIADB_ROOT_PASSWORD_FILE=/run/pw/root-pw",
+			"MYSQL_DATABASE=shop",
+			"MYSQL_USER=shopper",
+			"MYSQL_PASSWORD_FILE=/run/pw/user-pw",
+			"MARIADB_INITDB_SKIP_TZINFO=1",
+		},
+		Mounts: map[string]string{dir: "/run/pw", initDir: InitDir},
+		Port:   Port,
+	})
+	port := ctr.HostPort(ctx, Port)
+	ping := func(ctx context.Context) error {
+		return Ping(ctx, "127.0.0.1", port, "shopper", state.Secret(userPW), "shop", nil)
+	}
+	ctr.WaitFor(ctx, ping)
+	rows := func() []string {
+		h, err := Open("127.0.0.1", port, "shopper", state.Secret(userPW), "shop", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		r, err := h.QueryContext(ctx, "SELECT v FROM seeded ORDER BY v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var out []string
+		for r.Next() {
+			var v string
+			_ = r.Scan(&v)
+			out = append(out, v)
+		}
+		return out
+	}
+	want := []string{"from sh as mysql", "from sql.gz"}
+	if got := rows(); !slices.Equal(got, want) {
+		t.Errorf("seeded rows %q, want %q", got, want)
+	}
+	if err := Ping(ctx, "127.0.0.1", port, "root", state.Secret(rootPW), "", nil); err != nil {
+		t.Errorf("root with MARIADB_ROOT_PASSWORD_FILE's password: %v", err)
+	}
+	var out bytes.Buffer
+	if err := ctr.Exec(ctx, "root", []string{"stat", "-c", "%U", "/proc/1"}, &out); err != nil || strings.TrimSpace(out.String()) != "mysql" {
+		t.Errorf("the server runs as %q (%v), want mysql", out.String(), err)
+	}
+	// A restart keeps the data directory: no second initialisation.
+	if outb, err := execDocker(ctx, "restart", ctr.Name); err != nil {
+		t.Fatalf("docker restart: %v: %s", err, outb)
+	}
+	port = ctr.HostPort(ctx, Port)
+	ctr.WaitFor(ctx, ping)
+	if got := rows(); !slices.Equal(got, want) {
+		t.Errorf("after a restart: rows %q, want %q", got, want)
+	}
+}
