@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"os"
@@ -15,9 +16,14 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sandboxer/sandboxer/internal/certs"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/services/internal/enginetest"
 	"github.com/sandboxer/sandboxer/state"
 )
+
+// Service is what every runtime asks of a service.
+var _ services.Service = Service{}
 
 // testImage is the local image images/build.sh mysql makes.
 const testImage = "sandboxer.local/mysql:11.8"
@@ -32,6 +38,13 @@ type instance struct {
 }
 
 func startInstance(ctx context.Context, t *testing.T, feats []string) *instance {
+	t.Helper()
+	return startInstanceTLS(ctx, t, feats, nil)
+}
+
+// startInstanceTLS is startInstance with TLS when m is not nil: the
+// certificate files beside the password file, TLSArgs after ServerArgs.
+func startInstanceTLS(ctx context.Context, t *testing.T, feats []string, m *certs.Material) *instance {
 	t.Helper()
 	image := enginetest.Image(t, testImage, "images/build.sh mysql")
 	c := state.Credentials{
@@ -52,6 +65,19 @@ func startInstance(ctx context.Context, t *testing.T, feats []string) *instance 
 	}
 	writeFile(t, filepath.Join(initDir, InitScriptName), InitScript(c, feats))
 	writeFile(t, filepath.Join(secretDir, PasswordFile), []byte(c.AdminPassword.Reveal()))
+	args := ServerArgs()
+	var tlsConf *tls.Config
+	if m != nil {
+		writeFile(t, filepath.Join(secretDir, "tls.crt"), m.CertPEM)
+		writeFile(t, filepath.Join(secretDir, "tls.key"), m.KeyPEM)
+		writeFile(t, filepath.Join(secretDir, "ca.crt"), m.CAPEM)
+		args = append(args, TLSArgs("/run/sandboxer/tls.crt", "/run/sandboxer/tls.key", "/run/sandboxer/ca.crt")...)
+		c.CA = string(m.CAPEM)
+		var err error
+		if tlsConf, err = c.ClientTLS("127.0.0.1"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctr := enginetest.Start(ctx, t, enginetest.Spec{
 		Image: image,
 		Env: []string{
@@ -60,11 +86,11 @@ func startInstance(ctx context.Context, t *testing.T, feats []string) *instance 
 		},
 		Mounts: map[string]string{initDir: InitDir, secretDir: "/run/sandboxer"},
 		Port:   Port,
-		Args:   ServerArgs(),
+		Args:   args,
 	})
 	c.Host, c.Port = "127.0.0.1", ctr.HostPort(ctx, Port)
 	inst := &instance{ctr: ctr, creds: c}
-	inst.ready = ctr.WaitFor(ctx, func(ctx context.Context) error { return Service{}.Ping(ctx, c, nil) })
+	inst.ready = ctr.WaitFor(ctx, func(ctx context.Context) error { return Service{}.Ping(ctx, c, tlsConf) })
 	return inst
 }
 
@@ -390,5 +416,46 @@ func TestImageContract(t *testing.T) {
 	ctr.WaitFor(ctx, ping)
 	if got := rows(); !slices.Equal(got, want) {
 		t.Errorf("after a restart: rows %q, want %q", got, want)
+	}
+}
+
+// With TLSArgs the server takes TLS logins verified against the
+// instance's own CA and refuses plain ones.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	m, err := certs.New("mysql", []string{"127.0.0.1", "localhost"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := startInstanceTLS(ctx, t, nil, m)
+	c := in.creds
+	tlsConf, err := c.ClientTLS(c.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Open(c.Host, c.Port, c.User, c.Password, c.Database, tlsConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var cipher, version string
+	if err := h.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Ssl_version'").Scan(&cipher, &version); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(version, "TLSv1.") {
+		t.Errorf("Ssl_version = %q, want TLS", version)
+	}
+	if err := Ping(ctx, c.Host, c.Port, c.User, c.Password, c.Database, nil); err == nil {
+		t.Error("a plain login was accepted")
+	}
+	other, err := certs.New("mysql", []string{"127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, _ := state.Credentials{CA: string(other.CAPEM)}.ClientTLS(c.Host)
+	if err := Ping(ctx, c.Host, c.Port, c.User, c.Password, c.Database, wrong); err == nil {
+		t.Error("a login trusting another CA was accepted")
 	}
 }

@@ -13,10 +13,15 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/sandboxer/sandboxer/internal/certs"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/services/internal/enginetest"
 	"github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/state"
 )
+
+// Service is what every runtime asks of a service.
+var _ services.Service = Service{}
 
 // testImage is the local image images/build.sh valkey makes.
 const testImage = "sandboxer.local/valkey:8"
@@ -264,5 +269,52 @@ func TestImageContract(t *testing.T) {
 		if err := ctr.Exec(ctx, "valkey", strings.Fields(cmd), &out); err != nil || strings.TrimSpace(out.String()) != want {
 			t.Errorf("%s: %q (%v), want %q", cmd, out.String(), err, want)
 		}
+	}
+}
+
+// With TLSArgs the server takes TLS logins verified against the
+// instance's own CA and refuses plain ones.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	image := enginetest.Image(t, testImage, "images/build.sh valkey")
+	m, err := certs.New("valkey", []string{"127.0.0.1", "localhost"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := state.Credentials{
+		User: "app_" + randomHex(4), Password: state.Secret("pw-" + randomHex(10)),
+		AdminUser: "sbx_admin", AdminPassword: state.Secret("admin-" + randomHex(10)),
+		CA: string(m.CAPEM),
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{ACLFileName: ACLFile(c), "tls.crt": m.CertPEM, "tls.key": m.KeyPEM, "ca.crt": m.CAPEM}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append(ServerArgs("/run/sandboxer/"+ACLFileName), TLSArgs("/run/sandboxer/tls.crt", "/run/sandboxer/tls.key", "/run/sandboxer/ca.crt")...)
+	ctr := enginetest.Start(ctx, t, enginetest.Spec{Image: image, Mounts: map[string]string{dir: "/run/sandboxer"}, Port: Port, Args: args})
+	c.Host, c.Port = "127.0.0.1", ctr.HostPort(ctx, Port)
+	tlsConf, err := c.ClientTLS(c.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr.WaitFor(ctx, func(ctx context.Context) error { return Service{}.Ping(ctx, c, tlsConf) })
+	if err := (Service{}).Ping(ctx, c, nil); err == nil {
+		t.Error("a plain login was accepted")
+	}
+	other, err := certs.New("valkey", []string{"127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, _ := state.Credentials{CA: string(other.CAPEM)}.ClientTLS(c.Host)
+	if err := (Service{}).Ping(ctx, c, wrong); err == nil {
+		t.Error("a login trusting another CA was accepted")
 	}
 }
