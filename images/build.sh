@@ -219,7 +219,7 @@ main() {
       *) die "unknown argument: $t (want: postgres, redis, mysql, valkey, -f)" ;;
     esac
   done
-  [ ${#targets[@]} -gt 0 ] || targets=(postgres redis)
+  [ ${#targets[@]} -gt 0 ] || targets=(postgres redis mysql valkey)
 
   command -v docker >/dev/null || die "docker CLI not found"
   docker info >/dev/null 2>&1 || die "docker engine not reachable"

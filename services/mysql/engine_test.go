@@ -324,6 +324,33 @@ func TestInstance(t *testing.T) {
 		}
 	})
 
+	t.Run("rotate", func(t *testing.T) {
+		held := in.open(t, c.User, c.Password, c.Database)
+		hc, err := held.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hc.Close()
+		fresh := state.Secret("rotated-" + randomHex(8))
+		if err := Rotate(ctx, c, fresh); err != nil {
+			t.Fatal(err)
+		}
+		if err := hc.PingContext(ctx); err == nil {
+			t.Error("a connection made with the old password is still open")
+		}
+		if err := Ping(ctx, c.Host, c.Port, c.User, c.Password, c.Database, nil); mysqlErr(err) != 1045 {
+			t.Errorf("old password after Rotate: %v, want access denied", err)
+		}
+		c2 := c
+		c2.Password = fresh
+		if err := (Service{}).Ping(ctx, c2, nil); err != nil {
+			t.Errorf("new password after Rotate: %v", err)
+		}
+		if err := Rotate(ctx, c2, c.Password); err != nil { // back, for what follows
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("idle memory", func(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		mib := in.ctr.MemoryMiB(ctx)

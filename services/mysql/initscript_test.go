@@ -77,3 +77,14 @@ func TestDefinerFilter(t *testing.T) {
 		t.Errorf("filtered dump (-want +got):\n%s", diff)
 	}
 }
+
+func TestURL(t *testing.T) {
+	c := state.Credentials{User: "app", Password: "p@ss/word", Database: "db_1"}
+	if got, want := URL(c, "127.0.0.1", 3306), "mysql://app:p%40ss%2Fword@127.0.0.1:3306/db_1"; got != want {
+		t.Errorf("URL = %s, want %s", got, want)
+	}
+	c.CA, c.CAFile = "PEM", "/tmp/ca dir/ca.pem"
+	if got, want := URL(c, "localhost", 1), "mysql://app:p%40ss%2Fword@localhost:1/db_1?ssl-ca=%2Ftmp%2Fca+dir%2Fca.pem&ssl-mode=VERIFY_IDENTITY"; got != want {
+		t.Errorf("TLS URL = %s, want %s", got, want)
+	}
+}

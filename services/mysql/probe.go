@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -65,4 +66,13 @@ func Ping(ctx context.Context, host string, port int, user string, password stat
 		return fmt.Errorf("login as %s + SELECT 1: %w", user, err)
 	}
 	return nil
+}
+
+// mysqlErrNumber is the server's error number of err, or 0.
+func mysqlErrNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
 }

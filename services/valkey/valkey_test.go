@@ -3,6 +3,8 @@ package valkey
 import (
 	"slices"
 	"testing"
+
+	"github.com/sandboxer/sandboxer/state"
 )
 
 func TestServerArgs(t *testing.T) {
@@ -29,5 +31,16 @@ func TestModules(t *testing.T) {
 	}
 	if got := ModuleNames("timeseries"); got != nil {
 		t.Errorf("ModuleNames(timeseries) = %v, want none (not allowlisted)", got)
+	}
+}
+
+func TestURL(t *testing.T) {
+	c := state.Credentials{User: "app", Password: "p@ss/word"}
+	if got, want := URL(c, "127.0.0.1", 6379), "redis://app:p%40ss%2Fword@127.0.0.1:6379/0"; got != want {
+		t.Errorf("URL = %s, want %s", got, want)
+	}
+	c.CA = "PEM"
+	if got := URL(c, "::1", 1); got != "rediss://app:p%40ss%2Fword@[::1]:1/0" {
+		t.Errorf("TLS URL = %s", got)
 	}
 }
