@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"database/sql"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -484,5 +485,24 @@ func TestTLS(t *testing.T) {
 	wrong, _ := state.Credentials{CA: string(other.CAPEM)}.ClientTLS(c.Host)
 	if err := Ping(ctx, c.Host, c.Port, c.User, c.Password, c.Database, wrong); err == nil {
 		t.Error("a login trusting another CA was accepted")
+	}
+}
+
+// The image's plugin directory, read without starting it, offers the
+// whole allowlist.
+func TestFeaturesFromImageFiles(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	files := enginetest.ImageFiles(ctx, t, enginetest.Image(t, testImage, "images/build.sh mysql"))
+	got, err := Features(ctx, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, Allowed()) {
+		t.Errorf("Features = %v, want %v", got, Allowed())
+	}
+	if _, err := files.Read(ctx, "/no/such/dir"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Read of a missing path: %v, want fs.ErrNotExist", err)
 	}
 }

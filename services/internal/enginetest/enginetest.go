@@ -13,8 +13,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -203,4 +205,37 @@ func (c *Container) MemoryMiB(ctx context.Context) float64 {
 	}
 	c.tb.Fatalf("docker stats: cannot read %q", out)
 	return 0
+}
+
+// Files reads an image's files the way the Docker runtime does: from a
+// created, never started container (docker cp … -), removed when tb ends.
+type Files struct {
+	name string
+}
+
+// ImageFiles creates the container for Files.
+func ImageFiles(ctx context.Context, tb testing.TB, image string) *Files {
+	tb.Helper()
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	f := &Files{name: "sbx-svctest-files-" + hex.EncodeToString(b[:])}
+	tb.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", f.name).Run() })
+	if out, err := exec.CommandContext(ctx, "docker", "create", "--name", f.name, image).CombinedOutput(); err != nil {
+		tb.Fatalf("docker create: %v: %s", err, out)
+	}
+	return f
+}
+
+// Read returns a tar stream of p; an error wrapping fs.ErrNotExist when
+// the image has none.
+func (f *Files) Read(ctx context.Context, p string) (io.ReadCloser, error) {
+	out, err := exec.CommandContext(ctx, "docker", "cp", f.name+":"+p, "-").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && (strings.Contains(string(ee.Stderr), "Could not find the file") || strings.Contains(string(ee.Stderr), "No such container:path")) {
+			return nil, fmt.Errorf("%s: %w", p, fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("docker cp %s: %w", p, err)
+	}
+	return io.NopCloser(bytes.NewReader(out)), nil
 }
