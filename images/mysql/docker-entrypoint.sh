@@ -41,7 +41,7 @@ file_env() {
 setup_env() {
 	local help
 	if ! help=$("$@" --verbose --help 2>&1); then
-		error "$1 failed while checking its configuration: $(grep -E 'ERROR|error' <<<"$help" | head -n 5)"
+		error "$1 failed while checking its configuration: $(grep -E '\[(ERROR|Warning)\]|ERROR' <<<"$help" | head -n 5)"
 	fi
 	DATADIR=$(awk '$1 == "datadir" { print $2; exit }' <<<"$help"); DATADIR=${DATADIR:-/var/lib/mysql}
 	SOCKET=$(awk '$1 == "socket" { print $2; exit }' <<<"$help"); SOCKET=${SOCKET:-/run/mysqld/mysqld.sock}

@@ -506,3 +506,24 @@ func TestFeaturesFromImageFiles(t *testing.T) {
 		t.Errorf("Read of a missing path: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// Without the secure_file_priv directory the server does not start, and
+// the log says why: a runtime must mount one (the official images have
+// none).
+func TestSecureFilePrivDirRequired(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	image := enginetest.Image(t, testImage, "images/build.sh mysql")
+	ctr := enginetest.Start(ctx, t, enginetest.Spec{
+		Image: image,
+		Env:   []string{"MARIADB_ROOT_PASSWORD=" + randomHex(8)},
+		Args:  []string{"--secure-file-priv=/nonexistent-" + randomHex(4)},
+	})
+	if code := ctr.Wait(ctx); code == 0 {
+		t.Error("the server started without its secure_file_priv directory")
+	}
+	if log := ctr.Logs(); !strings.Contains(log, "secure-file-priv") {
+		t.Errorf("the log does not name secure-file-priv:\n%s", log)
+	}
+}

@@ -239,3 +239,17 @@ func (f *Files) Read(ctx context.Context, p string) (io.ReadCloser, error) {
 	}
 	return io.NopCloser(bytes.NewReader(out)), nil
 }
+
+// Wait waits for the container to stop and returns its exit code.
+func (c *Container) Wait(ctx context.Context) int {
+	c.tb.Helper()
+	out, err := exec.CommandContext(ctx, "docker", "wait", c.Name).Output()
+	if err != nil {
+		c.tb.Fatalf("docker wait: %v", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		c.tb.Fatalf("docker wait: %q", out)
+	}
+	return n
+}
