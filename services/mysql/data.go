@@ -65,10 +65,7 @@ func (d Data) Dump(ctx context.Context, w io.Writer) error {
 func (d Data) Load(ctx context.Context, localPath string) error {
 	c := d.Creds
 	dir := "/tmp/sandboxer-load-" + randomHex(6)
-	// The user's client settings go in a file of the run's own (0600,
-	// root's), not on the command line.
-	cnf := fmt.Sprintf("[client]\nuser=%s\npassword=%s\n", optionValue(c.User), optionValue(c.Password.Reveal()))
-	if err := d.Run.CopyIn(ctx, dir, map[string]string{"data.sql": localPath}, map[string][]byte{"client.cnf": []byte(cnf)}); err != nil {
+	if err := d.Run.CopyIn(ctx, dir, map[string]string{"data.sql": localPath}, map[string][]byte{"client.cnf": d.clientCnf()}); err != nil {
 		return err
 	}
 	defer func() {
@@ -79,11 +76,58 @@ func (d Data) Load(ctx context.Context, localPath string) error {
 		"DROP DATABASE IF EXISTS " + db + "; CREATE DATABASE " + db + " CHARACTER SET utf8mb4"}, nil); err != nil {
 		return fmt.Errorf("empty database %s: %w", c.Database, err)
 	}
-	if err := d.Run.Exec(ctx, OSUser, []string{"mariadb", "--defaults-extra-file=" + path.Join(dir, "client.cnf"),
-		"--protocol=socket", "--database=" + c.Database, "-e", "source " + path.Join(dir, "data.sql")}, nil); err != nil {
+	if err := d.Run.Exec(ctx, OSUser, d.runFile(dir, path.Join(dir, "data.sql")), nil); err != nil {
 		return fmt.Errorf("load the dump as %s: %w", c.User, err)
 	}
 	return nil
+}
+
+// SQLFile is one seed file: its name as the configuration gives it, and
+// the local path of its content.
+type SQLFile struct {
+	Name, Path string
+}
+
+// RunSQL runs seed files in the handed-out database as the handed-out
+// user over the socket, one after another, each stopping at its first
+// error. Errors name the file as the configuration does.
+func (d Data) RunSQL(ctx context.Context, files []SQLFile) error {
+	dir := "/tmp/sandboxer-seed-" + randomHex(6)
+	local := map[string]string{}
+	for i, f := range files {
+		local[fmt.Sprintf("%02d.sql", i)] = f.Path
+	}
+	if err := d.Run.CopyIn(ctx, dir, local, map[string][]byte{"client.cnf": d.clientCnf()}); err != nil {
+		return err
+	}
+	defer func() {
+		_ = d.Run.Exec(context.WithoutCancel(ctx), "root", []string{"rm", "-rf", dir}, nil)
+	}()
+	for i, f := range files {
+		in := path.Join(dir, fmt.Sprintf("%02d.sql", i))
+		err := d.Run.Exec(ctx, OSUser, d.runFile(dir, in), nil)
+		if err != nil {
+			return fmt.Errorf("seed file %s: %s", f.Name, strings.ReplaceAll(err.Error(), in, f.Name))
+		}
+	}
+	return nil
+}
+
+// runFile is the command that runs the SQL file in as the handed-out
+// user, with the option file in dir. The file is the client's standard
+// input, in batch mode, which stops at the first failing statement with a
+// non-zero exit (the client's "source" command would report it and go
+// on). The paths are positional arguments of sh, never parsed as shell.
+func (d Data) runFile(dir, in string) []string {
+	return []string{"sh", "-c", `exec mariadb --defaults-extra-file="$1" --protocol=socket --database="$2" <"$3"`,
+		"sh", path.Join(dir, "client.cnf"), d.Creds.Database, in}
+}
+
+// clientCnf is an option file that logs the client in as the handed-out
+// user: the password goes in a file of the run's own (0600, root's), not
+// on a command line.
+func (d Data) clientCnf() []byte {
+	return []byte(fmt.Sprintf("[client]\nuser=%s\npassword=%s\n", optionValue(d.Creds.User), optionValue(d.Creds.Password.Reveal())))
 }
 
 // optionValue quotes a value for an option file: double quotes with

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -322,6 +323,57 @@ func TestInstance(t *testing.T) {
 		}
 		if _, err := app2.ExecContext(ctx, "SELECT * FROM stray"); mysqlErr(err) != 1146 {
 			t.Errorf("a table made after the dump survived the load: %v", err)
+		}
+
+		// Carried to another sandbox: another user, another database.
+		// The dump's objects were defined by the first user; loaded as the
+		// second, they are the second's.
+		other := c
+		other.User, other.Password, other.Database = "carry_"+randomHex(4), state.Secret("pw-"+randomHex(8)), "carry_"+randomHex(4)
+		root := in.open(t, AdminUser, c.AdminPassword, "")
+		stmts := append([]string{"CREATE USER " + Account(other.User) + " IDENTIFIED BY " + QuoteString(other.Password.Reveal())},
+			Grants(other.User, other.Database)...)
+		for _, q := range stmts {
+			if _, err := root.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := (Data{Run: in.ctr, Creds: other}).Load(ctx, path); err != nil {
+			t.Fatalf("load into another user's database: %v", err)
+		}
+		carried := in.open(t, other.User, other.Password, other.Database)
+		if err := carried.QueryRowContext(ctx, "CALL count_items()").Scan(&n); err != nil || n != 2 {
+			t.Errorf("carried procedure: %d, %v", n, err)
+		}
+		var definer string
+		if err := carried.QueryRowContext(ctx, "SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()").Scan(&definer); err != nil || definer != other.User+"@%" {
+			t.Errorf("carried procedure's definer: %q, %v; want %s@%%", definer, err, other.User)
+		}
+
+		// Seed files run as the user, in order; an error names the file.
+		dir := t.TempDir()
+		seed1, seed2 := filepath.Join(dir, "a.sql"), filepath.Join(dir, "b.sql")
+		writeFile(t, seed1, []byte("CREATE TABLE seeded (v INT); INSERT INTO seeded VALUES (1);\n"))
+		writeFile(t, seed2, []byte("INSERT INTO seeded VALUES (2);\nSELECT LOAD_FILE('/etc/passwd') INTO OUTFILE '/tmp/x';\n"))
+		err := (Data{Run: in.ctr, Creds: other}).RunSQL(ctx, []SQLFile{{Name: "seeds/a.sql", Path: seed1}, {Name: "seeds/b.sql", Path: seed2}})
+		if err == nil || !strings.Contains(err.Error(), "seeds/b.sql") || !strings.Contains(err.Error(), "Access denied") {
+			t.Errorf("a seed file that tries INTO OUTFILE: %v, want access denied naming seeds/b.sql", err)
+		}
+		if strings.Contains(fmt.Sprint(err), other.Password.Reveal()) {
+			t.Error("the seed error holds the password")
+		}
+		if err := carried.QueryRowContext(ctx, "SELECT COUNT(*) FROM seeded").Scan(&n); err != nil || n != 2 {
+			t.Errorf("seeded rows: %d, %v", n, err)
+		}
+
+		// A dump that fails half way is an error, not a partial success.
+		broken := filepath.Join(dir, "broken.sql")
+		writeFile(t, broken, []byte("CREATE TABLE first_half (id INT);\nTHIS IS NOT SQL;\nCREATE TABLE second_half (id INT);\n"))
+		if err := (Data{Run: in.ctr, Creds: other}).Load(ctx, broken); err == nil {
+			t.Error("Load of a dump with a bad statement succeeded")
+		}
+		if _, err := carried.ExecContext(ctx, "SELECT * FROM second_half"); mysqlErr(err) != 1146 {
+			t.Errorf("the statements after the bad one ran: %v", err)
 		}
 	})
 
