@@ -51,6 +51,9 @@ type build struct {
 	available map[string][]string
 	versions  map[string]map[string]string
 	caFile    string
+
+	// tpl is the template PostgreSQL starts from; nil: from scratch.
+	tpl *pgTemplate
 }
 
 // dnsNames are the in-cluster names of the instance's Service, longest
@@ -100,6 +103,18 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		return nil, b.scrub.Err(fmt.Errorf("create %s: %w", req.Address, err))
 	}
 	created, err := p.create(ctx, b)
+	if err != nil && b.tpl != nil && ctx.Err() == nil && p.templateDamaged(ctx, b.name) {
+		// The template could not be used (the container never started a
+		// server): rebuild it once and start the sandbox again.
+		bad := b.tpl.Build
+		p.pgtpl.forget(b.tpl.Key)
+		if cerr := p.cleanup(ctx, b); cerr != nil {
+			return nil, b.scrub.Err(fmt.Errorf("create %s: %w", req.Address, errors.Join(err, cerr)))
+		}
+		if err = p.pgTemplateFor(ctx, b, bad); err == nil {
+			created, err = p.create(ctx, b)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted: %w", ctx.Err())
@@ -172,6 +187,11 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 
 // create makes the objects and waits for the services.
 func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error) {
+	if b.tpl == nil {
+		if err := p.pgTemplateFor(ctx, b, ""); err != nil {
+			return nil, err
+		}
+	}
 	secret, pod, runs, err := p.objects(b)
 	if err != nil {
 		return nil, err
@@ -300,7 +320,13 @@ func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun,
 			if b.withTLS {
 				data[keyPGHBA] = pgsvc.TLSOnlyHBA()
 			}
-			runs = append(runs, postgresRun(img, f, c.AdminUser, feats, b.withTLS))
+			run := postgresRun(img, f, c.AdminUser, feats, b.withTLS)
+			if b.tpl != nil {
+				if err := p.fromTemplate(b, &run, data, c, verifier); err != nil {
+					return nil, nil, nil, err
+				}
+			}
+			runs = append(runs, run)
 		case redissvc.Name:
 			data[keyRedisACL] = redissvc.ACLFile(c)
 			runs = append(runs, redisRun(img, f, feats, b.withTLS))

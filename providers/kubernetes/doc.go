@@ -54,6 +54,14 @@
 // holds until they are there (tls.go), never through the pod spec or the
 // Secret.
 //
+// PostgreSQL starts from a template data directory (pgtemplate.go, issue
+// 31): the first sandbox of an image and init settings has a throwaway
+// pod run the image's entrypoint once, and the archive of its data
+// directory is kept in immutable ConfigMaps (labelled
+// sandboxer.dev/template) that every later sandbox's pod mounts and
+// unpacks before the image's entrypoint runs; the sandbox's passwords are
+// set before anything listens. template = false turns it off.
+//
 // Check learns what an image provides from a short-lived inspection pod
 // (inspect.go) and caches it by the image's digest (capabilities.go).
 //

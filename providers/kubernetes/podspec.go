@@ -55,12 +55,19 @@ const requestFraction = 16
 
 // serviceRun is how one service's container runs.
 type serviceRun struct {
-	Name  string
-	Image string
-	Args  []string
-	Env   []corev1.EnvVar
-	Port  int
-	Facts imageFacts
+	Name    string
+	Image   string
+	Command []string // nil: the image's entrypoint
+	Args    []string
+	Env     []corev1.EnvVar
+	Port    int
+	Facts   imageFacts
+	// SecretKeys are keys of the instance's Secret the container sees
+	// beside its service's own (secretItems).
+	SecretKeys []string
+	// Projected, when set, is mounted read-only at pgsvc.TemplateMount
+	// (a template's parts, pgtemplate.go).
+	Projected *corev1.ProjectedVolumeSource
 }
 
 // podSpec is the whole pod of one instance. fsGroup is the first
@@ -83,12 +90,13 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 	for _, r := range runs {
 		vol := "secret-" + r.Name
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: meta.Name, Items: secretItems(r.Name, withTLS), DefaultMode: ptr.To[int32](0o440)},
+			Secret: &corev1.SecretVolumeSource{SecretName: meta.Name, Items: secretItems(r.Name, withTLS, r.SecretKeys...), DefaultMode: ptr.To[int32](0o440)},
 		}})
 		c := corev1.Container{
 			Name:            r.Name,
 			Image:           r.Image,
 			ImagePullPolicy: corev1.PullIfNotPresent,
+			Command:         r.Command,
 			Args:            r.Args,
 			Env:             r.Env,
 			Ports:           []corev1.ContainerPort{{Name: portName(r.Name), ContainerPort: int32(r.Port), Protocol: corev1.ProtocolTCP}},
@@ -109,6 +117,10 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 				ed.Medium = corev1.StorageMediumMemory
 			}
 			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "pgdata", VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+		}
+		if r.Projected != nil {
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: templateVolume, VolumeSource: corev1.VolumeSource{Projected: r.Projected}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: templateVolume, MountPath: pgsvc.TemplateMount, ReadOnly: true})
 		}
 		if withTLS {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: tlsDir, SubPath: r.Name, ReadOnly: true})
@@ -169,7 +181,7 @@ func (p *Provider) resources() corev1.ResourceRequirements {
 
 // secretItems are the keys of the instance's Secret a service's container
 // sees.
-func secretItems(service string, withTLS bool) []corev1.KeyToPath {
+func secretItems(service string, withTLS bool, extra ...string) []corev1.KeyToPath {
 	var keys []string
 	switch service {
 	case pgsvc.Name:
@@ -180,6 +192,7 @@ func secretItems(service string, withTLS bool) []corev1.KeyToPath {
 	case redissvc.Name:
 		keys = []string{keyRedisACL}
 	}
+	keys = append(keys, extra...)
 	items := make([]corev1.KeyToPath, len(keys))
 	for i, k := range keys {
 		items[i] = corev1.KeyToPath{Key: k, Path: k}

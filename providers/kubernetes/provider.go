@@ -77,6 +77,10 @@ type Provider struct {
 	// facts collapses concurrent inspections of one image (Create of many
 	// sandboxes at once without a Check first).
 	facts singleflight.Group
+	// pgtpl remembers PostgreSQL templates found or built; tplBuilds
+	// collapses concurrent finds and builds of one (pgtemplate.go).
+	pgtpl     pgTemplates
+	tplBuilds singleflight.Group
 
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks.
@@ -87,6 +91,9 @@ type Provider struct {
 	// answer.
 	placePod  func(*corev1.Pod)
 	fakeReady bool
+	// templateSalt, when set (tests only), goes into every template key:
+	// a test's templates are its own.
+	templateSalt string
 	// requests counts the HTTP requests sent to the API server.
 	requests atomic.Int64
 }
