@@ -31,7 +31,8 @@ import (
 // the hand-out is timed; connect and SELECT 1, drop are not. Sides: the
 // library on a long-lived Sandboxer (the pool refilling between
 // hand-outs), POST /v1/databases, sandboxertest.Database as a test calls
-// it (a library opened per test), pgtestdb and, given
+// it (a library opened per test), sandboxertest.Databases (the handle a
+// test binary opens once), pgtestdb and, given
 // SANDBOXER_INTEGRESQL_BIN, IntegreSQL. It reports p50 and p99 of each
 // and the library's p50 ratio to pgtestdb's. `make bench` runs it.
 func BenchmarkDatabasePerTest(b *testing.B) {
@@ -116,6 +117,27 @@ func BenchmarkDatabasePerTest(b *testing.B) {
 	}
 	helper()
 
+	// sandboxertest.Databases, the handle a test binary makes once in
+	// TestMain: one library for every test.
+	dbs, err := sandboxertest.NewDatabases(ctx, "sandbox.db", sandboxertest.With(sandboxertest.Dir(dir)),
+		sandboxertest.Migrations(`CREATE TABLE users (id int PRIMARY KEY, name text)`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dbs.Close()
+	handle := func() time.Duration {
+		scope := &cleanups{TB: b}
+		start := time.Now()
+		d := dbs.Database(scope)
+		took := time.Since(start)
+		if d.Env["SANDBOXER_POSTGRES_DB"] == "" {
+			b.Fatal("sandboxertest.Databases handed out no database")
+		}
+		scope.run()
+		return took
+	}
+	handle()
+
 	isql := startIntegreSQL(b, c, []string{`CREATE TABLE users (id int PRIMARY KEY, name text)`})
 	integre := func() time.Duration {
 		start := time.Now()
@@ -138,12 +160,13 @@ func BenchmarkDatabasePerTest(b *testing.B) {
 		return took
 	}
 
-	var a, t, h, g, x []time.Duration
+	var a, t, h, g, x, y []time.Duration
 	for b.Loop() {
 		a = append(a, ours())
 		t = append(t, theirs())
 		h = append(h, viaAPI())
 		x = append(x, helper())
+		y = append(y, handle())
 		if isql != nil {
 			g = append(g, integre())
 		}
@@ -162,6 +185,8 @@ func BenchmarkDatabasePerTest(b *testing.B) {
 	b.ReportMetric(p(h, 0.99), "api-p99-ms")
 	b.ReportMetric(p(x, 0.5), "sandboxertest-p50-ms")
 	b.ReportMetric(p(x, 0.99), "sandboxertest-p99-ms")
+	b.ReportMetric(p(y, 0.5), "sandboxertest-handle-p50-ms")
+	b.ReportMetric(p(y, 0.99), "sandboxertest-handle-p99-ms")
 	if len(g) > 0 {
 		b.ReportMetric(p(g, 0.5), "integresql-p50-ms")
 		b.ReportMetric(p(g, 0.99), "integresql-p99-ms")

@@ -116,3 +116,81 @@ func TestDatabaseHelper(t *testing.T) {
 		}
 	})
 }
+
+// The handle of a test binary: eight parallel tests each get a database of
+// their own through one library, no two the same database or role, none
+// reachable with another's role, each dropped at its test's cleanup.
+func TestDatabasesHandle(t *testing.T) {
+	sandboxertest.RequireDocker(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(databaseFixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dbs, err := sandboxertest.NewDatabases(ctx, "sandbox.db", sandboxertest.With(sandboxertest.Dir(dir)),
+		sandboxertest.Migrations(`CREATE TABLE notes (body text)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		dbs.Close()
+		lib, err := sandboxer.Open(context.Background(), dir, sandboxer.Options{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer lib.Close()
+		if _, err := lib.Release(context.Background(), "sandbox.db", sandboxer.DatabaseHostKey); err != nil {
+			t.Errorf("release the host: %v", err)
+		}
+	})
+	const n = 8
+	got := make([]*sandboxertest.Sandbox, n)
+	t.Run("tests", func(t *testing.T) {
+		for i := range n {
+			t.Run("", func(t *testing.T) {
+				t.Parallel()
+				db := dbs.Database(t)
+				got[i] = db
+				c, err := pgx.Connect(ctx, db.PostgresURL())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close(ctx)
+				if _, err := c.Exec(ctx, `INSERT INTO notes VALUES ('mine')`); err != nil {
+					t.Error(err)
+				}
+				// Hold it until every test has its own, so the pool
+				// cannot hand one out twice in sequence either.
+				time.Sleep(200 * time.Millisecond)
+			})
+		}
+	})
+	names, roles := map[string]bool{}, map[string]bool{}
+	for i, db := range got {
+		if db == nil {
+			t.Fatalf("test %d got no database", i)
+		}
+		name, role := db.Env["SANDBOXER_POSTGRES_DB"], db.User("postgres")
+		if names[name] || roles[role] {
+			t.Errorf("database %s or role %s handed out twice", name, role)
+		}
+		names[name], roles[role] = true, true
+		if c, err := pgx.Connect(ctx, db.PostgresURL()); err == nil {
+			c.Close(ctx)
+			t.Errorf("database %s still answers after its test's cleanup", name)
+		}
+	}
+	// Another test's role on a live database: refused.
+	a := dbs.Database(t)
+	b := dbs.Database(t)
+	cfg, err := pgx.ParseConfig(a.PostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = b.Env["SANDBOXER_POSTGRES_DB"]
+	if c, err := pgx.ConnectConfig(ctx, cfg); err == nil {
+		c.Close(ctx)
+		t.Error("one test's role reaches another test's database")
+	}
+}
