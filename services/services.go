@@ -37,13 +37,18 @@ type Service interface {
 	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
 }
 
+// All is the catalogue: every service sandboxer runs, in no particular
+// order. A new service is one more entry here.
+func All() []Service {
+	return []Service{postgres.Service{}, redis.Service{}}
+}
+
 // Lookup returns the service named name.
 func Lookup(name string) (Service, bool) {
-	switch name {
-	case postgres.Name:
-		return postgres.Service{}, true
-	case redis.Name:
-		return redis.Service{}, true
+	for _, s := range All() {
+		if s.Name() == name {
+			return s, true
+		}
 	}
 	return nil, false
 }
