@@ -43,7 +43,6 @@ var serviceBranchesAllowed = map[string]int{
 	"providers/kubernetes/podspec.go secretItems":                  2,
 	"providers/kubernetes/probe.go protocolProbe":                  1,
 	"providers/providertest/providertest.go testCreateProbeDelete": 1,
-	"rotate/rotate.go Rotate":                                      2,
 	"snapshot/store.go fileExt":                                    1,
 	"snapshot/store.go fileFormat":                                 1,
 	"state/url.go endpointURL":                                     2,

@@ -35,6 +35,10 @@ type Service interface {
 	StartRank() int
 	// Ping is the liveness probe: a login with c and a round trip.
 	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
+	// Rotate gives c's app user the password pw, connected as c's admin
+	// user, and ends the sessions opened with the old one (package
+	// rotate, for warm-pool claims). Errors quote no password.
+	Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error
 }
 
 // All is the catalogue: every service sandboxer runs, in no particular

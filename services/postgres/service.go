@@ -28,6 +28,11 @@ func (Service) Port() int       { return Port }
 func (Service) Account() string { return "postgres" }
 func (Service) StartRank() int  { return 0 } // initdb is the longest path to ready
 
+// Rotate gives the app role the password pw (see the function Rotate).
+func (Service) Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error {
+	return Rotate(ctx, c, pw)
+}
+
 // Ping logs in as c's role to its database and runs SELECT 1.
 func (Service) Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error {
 	return Ping(ctx, c.Host, c.Port, c.User, c.Password, c.Database, tlsConf)

@@ -21,6 +21,11 @@ func (Service) Port() int       { return Port }
 func (Service) Account() string { return "redis" }
 func (Service) StartRank() int  { return 1 }
 
+// Rotate gives the app user the secret pw (see the function Rotate).
+func (Service) Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error {
+	return Rotate(ctx, c, pw)
+}
+
 // Ping is AUTH as c's user, then PING.
 func (Service) Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error {
 	return Ping(ctx, c.Host, c.Port, c.User, c.Password, tlsConf)
