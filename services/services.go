@@ -16,8 +16,10 @@ import (
 	"context"
 	"crypto/tls"
 
+	"github.com/sandboxer/sandboxer/services/contract"
 	"github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/services/redis"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -39,6 +41,29 @@ type Service interface {
 	// user, and ends the sessions opened with the old one (package
 	// rotate, for warm-pool claims). Errors quote no password.
 	Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error
+	// Data is the data mover of one instance of the service (snapshot,
+	// restore, reset, carried data), working through in.Run where it
+	// needs the server's own tools.
+	Data(in Instance) DataMover
+	// SnapshotFormat is what a snapshot file of the service holds.
+	SnapshotFormat() snapshot.FileFormat
+}
+
+// The shapes a service's package and the runtimes share (services/contract).
+type (
+	Runner    = contract.Runner
+	Instance  = contract.Instance
+	DataMover = contract.DataMover
+)
+
+// SnapshotFormats answers snapshot.Store's question of every service in
+// the catalogue.
+func SnapshotFormats(service string) (snapshot.FileFormat, bool) {
+	s, ok := Lookup(service)
+	if !ok {
+		return snapshot.FileFormat{}, false
+	}
+	return s.SnapshotFormat(), true
 }
 
 // All is the catalogue: every service sandboxer runs, in no particular

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 
+	"github.com/sandboxer/sandboxer/services/contract"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -31,6 +33,17 @@ func (Service) StartRank() int  { return 0 } // initdb is the longest path to re
 // Rotate gives the app role the password pw (see the function Rotate).
 func (Service) Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	return Rotate(ctx, c, pw)
+}
+
+// Data is the instance's data mover: pg_dump and pg_restore through
+// in.Run (data.go).
+func (Service) Data(in contract.Instance) contract.DataMover {
+	return Data{Run: in.Run, Creds: in.Creds, Features: in.Features, Allowed: in.Allowed}
+}
+
+// SnapshotFormat is pg_dump's custom format.
+func (Service) SnapshotFormat() snapshot.FileFormat {
+	return snapshot.FileFormat{Name: snapshot.FormatPGCustom, Ext: ".pgdump"}
 }
 
 // Ping logs in as c's role to its database and runs SELECT 1.

@@ -3,7 +3,10 @@ package redis
 import (
 	"context"
 	"crypto/tls"
+	"io"
 
+	"github.com/sandboxer/sandboxer/services/contract"
+	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -24,6 +27,29 @@ func (Service) StartRank() int  { return 1 }
 // Rotate gives the app user the secret pw (see the function Rotate).
 func (Service) Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	return Rotate(ctx, c, pw)
+}
+
+// Data is the instance's data mover: DUMP and RESTORE over the admin
+// connection (data.go); it needs no exec.
+func (Service) Data(in contract.Instance) contract.DataMover { return Data{Creds: in.Creds} }
+
+// SnapshotFormat is JSON lines of DUMP payloads.
+func (Service) SnapshotFormat() snapshot.FileFormat {
+	return snapshot.FileFormat{Name: snapshot.FormatRedisDump, Ext: ".jsonl"}
+}
+
+// Data moves one instance's data with its admin credentials.
+type Data struct{ Creds state.Credentials }
+
+// Dump writes every key (Dump).
+func (d Data) Dump(ctx context.Context, w io.Writer) error { return Dump(ctx, d.Creds, w) }
+
+// Keep does nothing: Redis loads fast without a prepared copy.
+func (Data) Keep(context.Context, snapshot.Data) error { return nil }
+
+// Load replaces every key with snap's (Load).
+func (d Data) Load(ctx context.Context, snap snapshot.Data) error {
+	return Load(ctx, d.Creds, snap.Path)
 }
 
 // Ping is AUTH as c's user, then PING.

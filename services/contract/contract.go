@@ -1,0 +1,50 @@
+// Package contract holds the shapes services/* packages and the runtimes
+// share without importing each other: a runtime's exec and copy into an
+// instance (Runner), the instance a service's data mover works on, and
+// the mover itself. services.Service is built of them; services/postgres
+// and services/redis implement it (package services cannot be imported
+// by them: it imports them, to list the catalogue).
+//
+// What it must never do: anything. It is types only.
+package contract
+
+import (
+	"context"
+	"io"
+
+	"github.com/sandboxer/sandboxer/snapshot"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Runner runs commands in, and copies files into, the container (or pod
+// container) of one instance: the runtime's exec and copy. It is all a
+// service needs of a runtime to move data.
+type Runner interface {
+	// Exec runs cmd as user; stdout, when not nil, receives its output.
+	Exec(ctx context.Context, user string, cmd []string, stdout io.Writer) error
+	// CopyIn puts files into dir: files maps names to local paths,
+	// inline names to contents.
+	CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error
+}
+
+// Instance is one running instance of a service, as its data mover
+// needs it.
+type Instance struct {
+	Run      Runner            // exec and copy into its container
+	Creds    state.Credentials // its record's credentials (admin included)
+	Features []string          // the instance's features of the service
+	Allowed  []string          // the service's feature allowlist
+}
+
+// DataMover is snapshot.Engine's three steps for one service of one
+// instance. A runtime may run Dump again after a cut exec stream (into a
+// rewound file), and Load and Keep likewise: they must be safe to repeat.
+type DataMover interface {
+	// Dump writes the data in the service's SnapshotFormat.
+	Dump(ctx context.Context, w io.Writer) error
+	// Keep prepares d so that a later Load of d.Key is fast, without
+	// touching the live data (nothing, where loading is fast anyway).
+	Keep(ctx context.Context, d snapshot.Data) error
+	// Load replaces the live data with d.
+	Load(ctx context.Context, d snapshot.Data) error
+}
