@@ -37,6 +37,9 @@ type Service interface {
 	StartRank() int
 	// Ping is the liveness probe: a login with c and a round trip.
 	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
+	// NamesDatabase reports whether the service's credentials name a
+	// database: the request's, which the app user owns.
+	NamesDatabase() bool
 	// Rotate gives c's app user the password pw, connected as c's admin
 	// user, and ends the sessions opened with the old one (package
 	// rotate, for warm-pool claims). Errors quote no password.

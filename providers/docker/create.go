@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -256,12 +257,12 @@ func (p *Provider) validate(req apply.CreateRequest) (map[string]config.Image, e
 
 // newCredentials generates fresh random passwords for every service;
 // postgres's role owns database ("" for appDatabase).
-func (p *Provider) newCredentials(services []string, database string) (map[string]state.Credentials, error) {
+func (p *Provider) newCredentials(svcs []string, database string) (map[string]state.Credentials, error) {
 	if database == "" {
 		database = appDatabase
 	}
 	out := map[string]state.Credentials{}
-	for _, svc := range services {
+	for _, svc := range svcs {
 		app, err := redact.NewPassword()
 		if err != nil {
 			return nil, err
@@ -277,7 +278,7 @@ func (p *Provider) newCredentials(services []string, database string) (map[strin
 			AdminUser:     adminUser,
 			AdminPassword: admin,
 		}
-		if svc == "postgres" {
+		if s, ok := services.Lookup(svc); ok && s.NamesDatabase() {
 			c.Database = database
 		}
 		out[svc] = c

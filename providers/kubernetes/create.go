@@ -158,7 +158,7 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 		}
 		c := state.Credentials{User: appUser, Password: app, AdminUser: adminUser, AdminPassword: admin,
 			NetworkHost: b.dnsNames()[0], NetworkPort: servicePort(svc)}
-		if svc == pgsvc.Name {
+		if s, ok := services.Lookup(svc); ok && s.NamesDatabase() {
 			c.Database = database
 		}
 		b.creds[svc] = c

@@ -30,6 +30,9 @@ func (Service) Port() int       { return Port }
 func (Service) Account() string { return "postgres" }
 func (Service) StartRank() int  { return 0 } // initdb is the longest path to ready
 
+// NamesDatabase: the app role owns the request's database.
+func (Service) NamesDatabase() bool { return true }
+
 // Rotate gives the app role the password pw (see the function Rotate).
 func (Service) Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	return Rotate(ctx, c, pw)

@@ -24,6 +24,9 @@ func (Service) Port() int       { return Port }
 func (Service) Account() string { return "redis" }
 func (Service) StartRank() int  { return 1 }
 
+// NamesDatabase: Redis's numbered databases are not the request's.
+func (Service) NamesDatabase() bool { return false }
+
 // Rotate gives the app user the secret pw (see the function Rotate).
 func (Service) Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	return Rotate(ctx, c, pw)
