@@ -8,6 +8,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -98,7 +99,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 			errs = append(errs, fmt.Errorf("lineage network: %w", err))
 		}
 	}
-	errs = append(errs, removeCAFiles(rec))
+	errs = append(errs, kit.RemoveCAFiles(rec))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete %s: %w", rec.Address, err)
 	}

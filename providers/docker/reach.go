@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -73,7 +73,7 @@ func (p *Provider) prepareReach(ctx context.Context, b *build, creds map[string]
 	if err != nil {
 		return err
 	}
-	file, err := writeCAFile(p.CADir, caFileName(req.Lineage, req.Address, req.Generation), t.caPEM)
+	file, err := kit.WriteCAFile(p.CADir, caFileName(req.Lineage, req.Address, req.Generation), t.caPEM)
 	if err != nil {
 		return err
 	}
@@ -159,9 +159,5 @@ func (p *Provider) removeOrphanCAFile(m Managed) error {
 	if !ok || m.Service == "" {
 		base = caFileName(m.Lineage, m.Address, m.Generation)
 	}
-	path := filepath.Join(p.CADir, base+".ca.pem")
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("remove CA file: %w", err)
-	}
-	return nil
+	return kit.RemoveCAFile(p.CADir, base)
 }

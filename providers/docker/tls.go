@@ -2,10 +2,6 @@ package docker
 
 import (
 	"crypto/tls"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sandboxer/sandboxer/internal/certs"
@@ -81,51 +77,3 @@ func redisTLSArgs() []string {
 // plain ones: verify the server against the instance's CA under the name
 // the client dials, as sslmode=verify-full does.
 func clientTLS(c state.Credentials, host string) (*tls.Config, error) { return c.ClientTLS(host) }
-
-// writeCAFile writes the CA for clients (sslrootcert, redis-cli --cacert)
-// as dir/name.ca.pem, mode 0600 in a 0700 directory, and returns its
-// absolute path.
-func writeCAFile(dir, name string, caPEM []byte) (string, error) {
-	if dir == "" {
-		return "", errors.New("TLS needs a directory for CA files, and the provider has none")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return "", fmt.Errorf("create CA directory: %w", err)
-	}
-	path := filepath.Join(abs, name+".ca.pem")
-	tmp, err := os.CreateTemp(abs, ".ca-*")
-	if err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(caPEM); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	return path, nil
-}
-
-// removeCAFiles removes the CA files recorded for an instance; one already
-// gone counts as removed.
-func removeCAFiles(rec *state.Record) error {
-	var errs []error
-	for _, c := range rec.Credentials {
-		if c.CAFile == "" {
-			continue
-		}
-		if err := os.Remove(c.CAFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove CA file: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}

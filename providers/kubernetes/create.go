@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/internal/scram"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
@@ -421,7 +422,7 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 	defer cancel()
 	err := p.deleteInstance(cctx, b.name)
 	if b.caFile != "" {
-		if rerr := removeCAFiles(&state.Record{Credentials: map[string]state.Credentials{"ca": {CAFile: b.caFile}}}); rerr != nil {
+		if rerr := kit.RemoveCAFiles(&state.Record{Credentials: map[string]state.Credentials{"ca": {CAFile: b.caFile}}}); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -50,7 +51,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 			errs = append(errs, p.deleteInstance(ctx, name))
 		}
 	}
-	errs = append(errs, removeCAFiles(rec))
+	errs = append(errs, kit.RemoveCAFiles(rec))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete %s: %w", rec.Address, err)
 	}
