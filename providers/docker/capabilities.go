@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/docker/docker/api/types/image"
@@ -133,7 +135,7 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
-	for _, f := range sortedKeys(img.Modules) {
+	for _, f := range slices.Sorted(maps.Keys(img.Modules)) {
 		fmt.Fprintf(h, "%s=%s\x00", f, img.Modules[f])
 	}
 	for _, f := range p.cat.Allowed(service) {

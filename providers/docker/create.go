@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -50,7 +52,7 @@ func (b *build) done(service string, c state.Credentials, available map[string]s
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.creds[service] = c
-	b.available[service] = sortedKeys(available)
+	b.available[service] = slices.Sorted(maps.Keys(available))
 	b.versions[service] = available
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
@@ -35,7 +37,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 			lineage = labels[LabelLineage]
 		}
 	}
-	for _, svc := range sortedKeys(rec.Resources.Containers) {
+	for _, svc := range slices.Sorted(maps.Keys(rec.Resources.Containers)) {
 		id := rec.Resources.Containers[svc]
 		ci, err := p.cli.ContainerInspect(ctx, id)
 		if cerrdefs.IsNotFound(err) {

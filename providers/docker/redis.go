@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
@@ -80,7 +82,7 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	if err != nil {
 		return fmt.Errorf("list loaded modules as admin: %w", err)
 	}
-	loaded := sortedKeys(loadedVersions)
+	loaded := slices.Sorted(maps.Keys(loadedVersions))
 	// Available: what this server loaded, and what an earlier Check saw
 	// load in this image (a request for it is then a replace that works).
 	// A configured module that has not been seen to load is not listed.

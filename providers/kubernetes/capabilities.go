@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -210,7 +211,7 @@ func namesRef(names []string, ref string) bool {
 func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "k8s\x00%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
-	for _, f := range sortedKeys(img.Modules) {
+	for _, f := range slices.Sorted(maps.Keys(img.Modules)) {
 		fmt.Fprintf(h, "%s=%s\x00", f, img.Modules[f])
 	}
 	for _, f := range p.cat.Allowed(service) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -81,7 +82,7 @@ func (b *build) done(svc string, c state.Credentials, available map[string]strin
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.creds[svc] = c
-	b.available[svc] = sortedKeys(available)
+	b.available[svc] = slices.Sorted(maps.Keys(available))
 	b.versions[svc] = available
 }
 

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,7 +126,7 @@ func writeTar(w io.Writer, dir string, files map[string]string, inline map[strin
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
 		return err
 	}
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		f, err := os.Open(files[name])
 		if err != nil {
 			return err
@@ -141,7 +143,7 @@ func writeTar(w io.Writer, dir string, files map[string]string, inline map[strin
 			return err
 		}
 	}
-	for _, name := range sortedKeys(inline) {
+	for _, name := range slices.Sorted(maps.Keys(inline)) {
 		b := inline[name]
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: int64(len(b)), ModTime: now}); err != nil {
 			return err

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -129,14 +128,4 @@ func isLowerHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// sortedKeys returns the keys of a map, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +39,7 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	scrub := redact.ForRecord(rec)
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	svcs := sortedKeys(rec.Credentials)
+	svcs := slices.Sorted(maps.Keys(rec.Credentials))
 	errs := make([]error, len(svcs))
 	probed := make(chan struct{})
 	go func() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -51,7 +53,7 @@ func (p *Provider) redisReady(ctx context.Context, b *build, c state.Credentials
 	if err != nil {
 		return fmt.Errorf("list loaded modules as admin: %w", err)
 	}
-	loaded := sortedKeys(loadedVersions)
+	loaded := slices.Sorted(maps.Keys(loadedVersions))
 	// Available: what this server loaded, and what the image's inspection
 	// saw load (a request for it is then a replace that works).
 	available := map[string]string{}
