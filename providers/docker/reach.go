@@ -99,7 +99,7 @@ func (r *buildReach) cleanup() error {
 // caFileName names an instance's CA file like its containers, without the
 // service: one CA serves both.
 func caFileName(lineage, address string, generation int) string {
-	return fmt.Sprintf("sbx-%s-%s-g%d", lineagePart(lineage), addressPart(address), generation)
+	return instanceName(lineage, address, generation)
 }
 
 // containerPort is the port a service listens on inside its container.
