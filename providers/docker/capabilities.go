@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 
@@ -18,6 +15,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // capabilityFormat versions what an inspection finds and how it is cached;
@@ -47,9 +45,7 @@ type imageFacts struct {
 // set, serve later runs, so only the first plan on a machine pays for the
 // inspection.
 type capCache struct {
-	dir    string
-	mu     sync.Mutex
-	mem    map[string]imageFacts
+	kit.FactsCache[imageFacts]
 	flight singleflight.Group
 }
 
@@ -101,7 +97,7 @@ func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabi
 func (p *Provider) imageFacts(ctx context.Context, service string, img config.Image, ii image.InspectResponse) (imageFacts, error) {
 	ref := img.Ref
 	key := p.capabilityKey(service, img, ii.ID)
-	if f, ok := p.cachedFacts(key); ok {
+	if f, ok := p.caps.Get(key); ok {
 		f.Image = ref
 		return f, nil
 	}
@@ -119,7 +115,9 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 		if err != nil {
 			return nil, err
 		}
-		p.storeFacts(key, f)
+		cached := f
+		cached.Image = "" // the same image may go by other names
+		p.caps.Put(key, cached)
 		return f, nil
 	})
 	if err != nil {
@@ -145,59 +143,9 @@ func (p *Provider) capabilityKey(service string, img config.Image, imageID strin
 	return service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// cachedFacts looks in memory, then on disk. A cache file that cannot be
-// read is ignored: the image is inspected again.
-func (p *Provider) cachedFacts(key string) (imageFacts, bool) {
-	c := &p.caps
-	c.mu.Lock()
-	f, ok := c.mem[key]
-	c.mu.Unlock()
-	if ok || c.dir == "" {
-		return f, ok
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
-	if err != nil || json.Unmarshal(b, &f) != nil || f.Features == nil {
-		return imageFacts{}, false
-	}
-	c.mu.Lock()
-	if c.mem == nil {
-		c.mem = map[string]imageFacts{}
-	}
-	c.mem[key] = f
-	c.mu.Unlock()
-	return f, true
-}
-
-// storeFacts remembers an inspection. Writing the cache file is best
-// effort: without it the next run inspects again, which is slower but
-// gives the same answer.
-func (p *Provider) storeFacts(key string, f imageFacts) {
-	c := &p.caps
-	c.mu.Lock()
-	if c.mem == nil {
-		c.mem = map[string]imageFacts{}
-	}
-	c.mem[key] = f
-	c.mu.Unlock()
-	if c.dir == "" {
-		return
-	}
-	f.Image = "" // the same image may go by other names
-	b, err := json.Marshal(f)
-	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, key+".json")) != nil {
-		os.Remove(tmp.Name())
-	}
-}
-
 // SetCacheDir sets where inspections of images are cached across runs (""
 // keeps them in memory only). Call it before the first Check.
-func (p *Provider) SetCacheDir(dir string) { p.caps.dir = dir }
+func (p *Provider) SetCacheDir(dir string) { p.caps.Dir = dir }
+
+// Inspected reports a whole inspection (kit.Inspection).
+func (f imageFacts) Inspected() bool { return f.Features != nil }

@@ -129,7 +129,7 @@ func publishedPort(ci container.InspectResponse, port nat.Port) (int, error) {
 // seen load in image imageID run as img (an earlier Check), with
 // versions; none when it has not inspected the image.
 func (p *Provider) verifiedModules(img config.Image, imageID string) map[string]string {
-	f, ok := p.cachedFacts(p.capabilityKey("redis", img, imageID))
+	f, ok := p.caps.Get(p.capabilityKey("redis", img, imageID))
 	if !ok {
 		return nil
 	}
