@@ -3,9 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
 
@@ -75,43 +72,13 @@ func (p *Provider) startRedis(ctx context.Context, b *build, feats []string, c s
 	if err != nil {
 		return err
 	}
-	// One admin connection for the module checks and the ACL hardening.
-	admin := redissvc.Client(c.Host, c.Port, c.AdminUser, c.AdminPassword, tlsConf)
-	defer admin.Close()
-	loadedVersions, err := redissvc.ModuleVersions(ctx, admin)
-	if err != nil {
-		return fmt.Errorf("list loaded modules as admin: %w", err)
-	}
-	loaded := slices.Sorted(maps.Keys(loadedVersions))
 	// Available: what this server loaded, and what an earlier Check saw
-	// load in this image (a request for it is then a replace that works).
-	// A configured module that has not been seen to load is not listed.
-	available := map[string]string{}
-	for f, v := range p.verifiedModules(img, ii.ID) {
-		available[f] = v
-	}
-	for _, f := range p.cat.Allowed("redis") {
-		if v, ok := redissvc.ModuleVersion(loadedVersions, f); ok {
-			available[f] = v
-		}
-	}
-	for _, f := range feats {
-		if _, ok := redissvc.ModuleVersion(loadedVersions, f); !ok {
-			return fmt.Errorf("redis image %q does not provide feature %q: module %s is not loaded (loaded modules: %s); "+
-				"set provider \"docker\" { image \"redis\" { modules = { %s = \"/path/to/module.so\" } } } or use an image that bundles it",
-				img.Ref, f, strings.Join(redissvc.ModuleNames(f), "/"), listOrNone(loaded), f)
-		}
-	}
-	if _, err := redissvc.RestrictModuleCommands(ctx, admin, c.User, loaded); err != nil {
+	// load in this image. A configured module that has not been seen to
+	// load is not listed.
+	available, err := redissvc.Verify(ctx, c, tlsConf, img.Ref, "docker", feats, p.cat.Allowed("redis"), p.verifiedModules(img, ii.ID))
+	if err != nil {
 		return err
 	}
 	b.done("redis", c, available)
 	return nil
-}
-
-func listOrNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
 }

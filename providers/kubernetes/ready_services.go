@@ -3,10 +3,6 @@ package kubernetes
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -47,41 +43,12 @@ func (p *Provider) redisReady(ctx context.Context, b *build, c state.Credentials
 	}); err != nil {
 		return err
 	}
-	admin := redissvc.Client(c.Host, c.Port, c.AdminUser, c.AdminPassword, tlsConf)
-	defer admin.Close()
-	loadedVersions, err := redissvc.ModuleVersions(ctx, admin)
+	// Available: what this server loaded, and what the image's
+	// inspection saw load.
+	available, err := redissvc.Verify(ctx, c, tlsConf, img.Ref, "kubernetes", feats, p.cat.Allowed(redissvc.Name), b.facts[redissvc.Name].Features)
 	if err != nil {
-		return fmt.Errorf("list loaded modules as admin: %w", err)
-	}
-	loaded := slices.Sorted(maps.Keys(loadedVersions))
-	// Available: what this server loaded, and what the image's inspection
-	// saw load (a request for it is then a replace that works).
-	available := map[string]string{}
-	for f, v := range b.facts[redissvc.Name].Features {
-		available[f] = v
-	}
-	for _, f := range p.cat.Allowed(redissvc.Name) {
-		if v, ok := redissvc.ModuleVersion(loadedVersions, f); ok {
-			available[f] = v
-		}
-	}
-	for _, f := range feats {
-		if _, ok := redissvc.ModuleVersion(loadedVersions, f); !ok {
-			return fmt.Errorf("redis image %q does not provide feature %q: module %s is not loaded (loaded modules: %s); "+
-				"set provider \"kubernetes\" { image \"redis\" { modules = { %s = \"/path/to/module.so\" } } } or use an image that bundles it",
-				img.Ref, f, strings.Join(redissvc.ModuleNames(f), "/"), listOrNone(loaded), f)
-		}
-	}
-	if _, err := redissvc.RestrictModuleCommands(ctx, admin, c.User, loaded); err != nil {
 		return err
 	}
 	b.done(redissvc.Name, c, available)
 	return nil
-}
-
-func listOrNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
 }
