@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/docker/docker/api/types/image"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sandboxer/sandboxer/config"
@@ -54,40 +52,14 @@ type capCache struct {
 // It runs at plan time so that a missing image or feature shows before
 // apply changes anything. Images are inspected at once, in parallel.
 func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabilities, error) {
-	caps := plan.Capabilities{}
-	var mu sync.Mutex
-	imgs := make(map[plan.ImageUse]config.Image, len(uses))
-	for _, u := range uses {
-		if err := p.cat.CheckService(u.Service); err != nil {
-			return nil, fmt.Errorf("check %s: %w", u.Service, err)
-		}
-		img, err := p.imageFor(u.Service, u.Ref, nil)
+	return kit.Check(ctx, uses, p.cat, p.cfg, func(ctx context.Context, service string, img config.Image) (plan.ImageCapabilities, error) {
+		ii, err := p.ensureImage(ctx, service, img.Ref)
 		if err != nil {
-			return nil, fmt.Errorf("check %s: %w", u.Service, err)
+			return plan.ImageCapabilities{}, err
 		}
-		imgs[u] = img
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for u, img := range imgs {
-		g.Go(func() error {
-			ii, err := p.ensureImage(gctx, u.Service, img.Ref)
-			if err != nil {
-				return err
-			}
-			f, err := p.imageFacts(gctx, u.Service, img, ii)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			caps[u] = f.ImageCapabilities
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return caps, nil
+		f, err := p.imageFacts(ctx, service, img, ii)
+		return f.ImageCapabilities, err
+	})
 }
 
 // imageFacts returns what the image provides for service and how it runs

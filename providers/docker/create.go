@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -65,7 +66,7 @@ func (b *build) done(service string, c state.Credentials, available map[string]s
 // labelled with it can only be leftovers of an interrupted Create (state is
 // written after Create returns), so they are removed first.
 func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
-	images, err := p.validate(req)
+	images, err := kit.ValidateRequest(req, p.cat, p.cfg, p.CADir)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
@@ -218,43 +219,6 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 	errs = append(errs, b.reach.cleanup())
 	errs = append(errs, p.removeNetworkIfUnused(cctx, b.req.Lineage))
 	return errors.Join(errs...)
-}
-
-// validate re-checks the request against the catalog: it is the security
-// boundary, so the provider does not rely on config validation alone.
-// It returns the image each service runs.
-func (p *Provider) validate(req apply.CreateRequest) (map[string]config.Image, error) {
-	if req.Address == "" || req.Lineage == "" || req.Generation < 1 {
-		return nil, fmt.Errorf("invalid request: address, lineage and a generation ≥ 1 are required")
-	}
-	if len(req.Features) == 0 {
-		return nil, errors.New("invalid request: no services")
-	}
-	if req.Database != "" {
-		if err := config.CheckDatabase(req.Database); err != nil {
-			return nil, fmt.Errorf("invalid request: %w", err)
-		}
-	}
-	images := map[string]config.Image{}
-	for _, svc := range req.Features.Services() {
-		for _, f := range req.Features[svc] {
-			if err := p.cat.CheckFeature(svc, f); err != nil {
-				return nil, err
-			}
-		}
-		if err := p.cat.CheckService(svc); err != nil {
-			return nil, err
-		}
-		img, err := p.imageFor(svc, req.Images[svc], req.Features[svc])
-		if err != nil {
-			return nil, err
-		}
-		images[svc] = img
-	}
-	if req.Publish.TLS && p.CADir == "" {
-		return nil, errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
-	}
-	return images, nil
 }
 
 // newCredentials generates fresh random passwords for every service;

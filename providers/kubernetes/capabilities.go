@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxer/sandboxer/config"
@@ -63,36 +62,10 @@ func (p *Provider) SetCacheDir(dir string) { p.caps.Dir = dir }
 // image's digest, which the nodes' image lists give without a pod on a
 // warm cache. An image no node has and none can pull fails here.
 func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabilities, error) {
-	caps := plan.Capabilities{}
-	var mu sync.Mutex
-	imgs := make(map[plan.ImageUse]config.Image, len(uses))
-	for _, u := range uses {
-		if err := p.cat.CheckService(u.Service); err != nil {
-			return nil, fmt.Errorf("check %s: %w", u.Service, err)
-		}
-		img, err := p.imageFor(u.Service, u.Ref, nil)
-		if err != nil {
-			return nil, fmt.Errorf("check %s: %w", u.Service, err)
-		}
-		imgs[u] = img
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for u, img := range imgs {
-		g.Go(func() error {
-			f, err := p.imageFacts(gctx, u.Service, img)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			caps[u] = f.ImageCapabilities
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return caps, nil
+	return kit.Check(ctx, uses, p.cat, p.cfg, func(ctx context.Context, service string, img config.Image) (plan.ImageCapabilities, error) {
+		f, err := p.imageFacts(ctx, service, img)
+		return f.ImageCapabilities, err
+	})
 }
 
 // imageFacts returns what img provides for service and how to run it:

@@ -431,43 +431,14 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 }
 
 // validate re-checks the request against the catalog: it is the security
-// boundary, so the provider does not rely on config validation alone.
+// boundary, so the provider does not rely on config validation alone
+// (kit.ValidateRequest); Kubernetes has no user networks.
 func (p *Provider) validate(req apply.CreateRequest) (map[string]config.Image, error) {
-	if req.Address == "" || req.Lineage == "" || req.Generation < 1 {
-		return nil, errors.New("invalid request: address, lineage and a generation ≥ 1 are required")
-	}
-	if len(req.Features) == 0 {
-		return nil, errors.New("invalid request: no services")
-	}
-	if req.Database != "" {
-		if err := config.CheckDatabase(req.Database); err != nil {
-			return nil, fmt.Errorf("invalid request: %w", err)
-		}
-	}
 	if len(req.Networks) > 0 {
 		return nil, fmt.Errorf("invalid request: Kubernetes has no user networks to join (networks %v); "+
 			"clients in the cluster reach a sandbox by its Service name", req.Networks)
 	}
-	images := map[string]config.Image{}
-	for _, svc := range req.Features.Services() {
-		if err := p.cat.CheckService(svc); err != nil {
-			return nil, err
-		}
-		for _, f := range req.Features[svc] {
-			if err := p.cat.CheckFeature(svc, f); err != nil {
-				return nil, err
-			}
-		}
-		img, err := p.imageFor(svc, req.Images[svc], req.Features[svc])
-		if err != nil {
-			return nil, err
-		}
-		images[svc] = img
-	}
-	if req.Publish.TLS && p.CADir == "" {
-		return nil, errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
-	}
-	return images, nil
+	return kit.ValidateRequest(req, p.cat, p.cfg, p.CADir)
 }
 
 // startRank orders the services in the pod (PostgreSQL, the longest path

@@ -189,12 +189,6 @@ func (p *Provider) probeTimeout() time.Duration {
 	return DefaultProbeTimeout
 }
 
-// imageFor is the image a service runs (config.Provider.ImageForRef: a
-// saved plan can start no image but the configured or a default one).
-func (p *Provider) imageFor(service, ref string, feats []string) (config.Image, error) {
-	return p.cfg.ImageForRef(service, ref, feats)
-}
-
 // podPhaseTerminal reports a pod that will never run again.
 func podPhaseTerminal(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
