@@ -1,22 +1,18 @@
 package kubernetes
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"os"
-	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // podRunner runs commands in one container of a pod over the exec API
@@ -44,7 +40,7 @@ func (r podRunner) Exec(ctx context.Context, _ string, cmd []string, stdout io.W
 func (r podRunner) CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error {
 	err := retryCut(ctx, "copy files into "+dir, r.pod, func() error {
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(writeTar(pw, dir, files, inline)) }()
+		go func() { pw.CloseWithError(kit.WriteTar(pw, dir, files, inline)) }()
 		err := r.execStdin(ctx, []string{"tar", "-xf", "-", "-C", "/"}, pr, nil)
 		pr.CloseWithError(io.ErrClosedPipe)
 		return err
@@ -116,41 +112,3 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return string(t.b) }
-
-// writeTar writes dir (mode 0755) with the files (0644) as a tar stream
-// to be extracted at "/".
-func writeTar(w io.Writer, dir string, files map[string]string, inline map[string][]byte) error {
-	tw := tar.NewWriter(w)
-	now := time.Now()
-	d := strings.Trim(dir, "/") + "/"
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
-		return err
-	}
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		f, err := os.Open(files[name])
-		if err != nil {
-			return err
-		}
-		st, err := f.Stat()
-		if err == nil {
-			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: st.Size(), ModTime: now})
-		}
-		if err == nil {
-			_, err = io.Copy(tw, f)
-		}
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(inline)) {
-		b := inline[name]
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: int64(len(b)), ModTime: now}); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, bytes.NewReader(b)); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
-}
