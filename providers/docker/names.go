@@ -40,26 +40,6 @@ func lineageNetworkName(lineage string) string {
 	return "sbx-net-" + s + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
-// sanitize keeps [a-z0-9_.-], lower-cases letters, turns every other run of
-// characters into one '-', and trims separators from both ends so the result
-// can follow a '-' in a Docker name ([a-zA-Z0-9][a-zA-Z0-9_.-]*).
-func sanitize(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '.':
-			b.WriteRune(r)
-			dash = false
-		case r >= 'A' && r <= 'Z':
-			b.WriteRune(r - 'A' + 'a')
-			dash = false
-		default:
-			if !dash {
-				b.WriteByte('-')
-				dash = true
-			}
-		}
-	}
-	return strings.Trim(b.String(), "-._")
-}
+// sanitize keeps [a-z0-9_.-] (kit.Sanitize), so the result can follow a
+// '-' in a Docker name ([a-zA-Z0-9][a-zA-Z0-9_.-]*).
+func sanitize(s string) string { return kit.Sanitize(s, "_.") }

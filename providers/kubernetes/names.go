@@ -21,29 +21,6 @@ func podName(lineage, address string, generation int) string {
 	return kit.InstanceName(lineage, address, generation, dnsSanitize)
 }
 
-// dnsSanitize keeps [a-z0-9], lower-cases letters, turns every other run
-// of characters into one '-' and trims '-' from both ends.
-func dnsSanitize(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			b.WriteRune(r)
-			dash = false
-		case r >= 'A' && r <= 'Z':
-			b.WriteRune(r - 'A' + 'a')
-			dash = false
-		default:
-			if !dash {
-				b.WriteByte('-')
-				dash = true
-			}
-		}
-	}
-	return strings.Trim(b.String(), "-")
-}
-
 // labelValueRE is what Kubernetes accepts as a label value (besides "").
 var labelValueRE = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 
@@ -74,3 +51,7 @@ func labelValue(s string) string {
 	}
 	return prefix + "-" + kit.ShortHash(s, 16)
 }
+
+// dnsSanitize keeps [a-z0-9] and '-' (kit.Sanitize): a DNS-1123 label's
+// characters.
+func dnsSanitize(s string) string { return kit.Sanitize(s, "") }

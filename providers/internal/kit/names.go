@@ -69,6 +69,30 @@ func AddressPart(address string, sanitize func(string) string) string {
 	return s + "-" + ShortHash(address, 6)
 }
 
+// Sanitize keeps [a-z0-9] and the characters of keep, lower-cases
+// letters, turns every other run of characters into one '-', and trims
+// '-' and keep's characters from both ends.
+func Sanitize(s, keep string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', strings.ContainsRune(keep, r):
+			b.WriteRune(r)
+			dash = false
+		case r >= 'A' && r <= 'Z':
+			b.WriteRune(r - 'A' + 'a')
+			dash = false
+		default:
+			if !dash {
+				b.WriteByte('-')
+				dash = true
+			}
+		}
+	}
+	return strings.Trim(b.String(), "-"+keep)
+}
+
 // ShortHash is the first n hex digits of s's SHA-256.
 func ShortHash(s string, n int) string {
 	sum := sha256.Sum256([]byte(s))
