@@ -30,7 +30,6 @@ var serviceBranchesAllowed = map[string]int{
 	"providers/kubernetes/inspect.go inspect":     2,
 	"providers/kubernetes/podspec.go podSpec":     1,
 	"providers/kubernetes/podspec.go secretItems": 2,
-	"providers/kubernetes/probe.go protocolProbe": 1,
 	"state/url.go endpointURL":                    2,
 }
 

@@ -37,6 +37,9 @@ type Service interface {
 	StartRank() int
 	// Ping is the liveness probe: a login with c and a round trip.
 	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
+	// Prober is a new prober that may keep a logged-in connection per
+	// instance between probes (a runtime that probes often keeps one).
+	Prober() Prober
 	// NamesDatabase reports whether the service's credentials name a
 	// database: the request's, which the app user owns.
 	NamesDatabase() bool
@@ -57,6 +60,7 @@ type (
 	Runner    = contract.Runner
 	Instance  = contract.Instance
 	DataMover = contract.DataMover
+	Prober    = contract.Prober
 )
 
 // SnapshotFormats answers snapshot.Store's question of every service in

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/providers/internal/kit"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -34,8 +33,10 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 	if rec == nil {
 		return errors.New("delete: no record")
 	}
-	if pg, ok := rec.Credentials[pgsvc.Name]; ok {
-		p.warm.Forget(pg)
+	for svc, c := range rec.Credentials {
+		if w, ok := p.warm[svc]; ok {
+			w.Forget(c)
+		}
 	}
 	var errs []error
 	if name := rec.Resources.Pod; name != "" {

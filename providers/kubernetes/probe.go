@@ -13,8 +13,6 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/internal/redact"
-	"github.com/sandboxer/sandboxer/services"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -115,12 +113,9 @@ func (p *Provider) protocolProbe(ctx context.Context, c state.Credentials, svc s
 	if err != nil {
 		return err
 	}
-	if svc == pgsvc.Name {
-		return p.warm.Ping(pctx, c, tlsConf)
-	}
-	s, ok := services.Lookup(svc)
+	w, ok := p.warm[svc]
 	if !ok {
 		return fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
 	}
-	return s.Ping(pctx, c, tlsConf)
+	return w.Ping(pctx, c, tlsConf)
 }

@@ -10,6 +10,7 @@ package contract
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 
 	"github.com/sandboxer/sandboxer/snapshot"
@@ -47,4 +48,18 @@ type DataMover interface {
 	Keep(ctx context.Context, d snapshot.Data) error
 	// Load replaces the live data with d.
 	Load(ctx context.Context, d snapshot.Data) error
+}
+
+// Prober is a service's liveness probe as a runtime keeps it: it may hold
+// a logged-in connection per instance between probes (a repeated probe
+// is then a round trip, not a login), still with the handed-out
+// credentials. It is safe for concurrent use.
+type Prober interface {
+	// Ping logs in with c (or uses the connection kept for c) and makes
+	// a round trip.
+	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
+	// Forget closes what is kept for c (its instance is being removed).
+	Forget(c state.Credentials)
+	// Close closes everything kept.
+	Close()
 }

@@ -49,6 +49,9 @@ func (Service) SnapshotFormat() snapshot.FileFormat {
 	return snapshot.FileFormat{Name: snapshot.FormatPGCustom, Ext: ".pgdump"}
 }
 
+// Prober keeps a logged-in connection per instance (Warm).
+func (Service) Prober() contract.Prober { return &Warm{} }
+
 // Ping logs in as c's role to its database and runs SELECT 1.
 func (Service) Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error {
 	return Ping(ctx, c.Host, c.Port, c.User, c.Password, c.Database, tlsConf)

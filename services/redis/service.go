@@ -55,6 +55,17 @@ func (d Data) Load(ctx context.Context, snap snapshot.Data) error {
 	return Load(ctx, d.Creds, snap.Path)
 }
 
+// Prober logs in afresh on every probe: a Redis AUTH is cheap.
+func (Service) Prober() contract.Prober { return prober{} }
+
+type prober struct{}
+
+func (prober) Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error {
+	return Service{}.Ping(ctx, c, tlsConf)
+}
+func (prober) Forget(state.Credentials) {}
+func (prober) Close()                   {}
+
 // Ping is AUTH as c's user, then PING.
 func (Service) Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error {
 	return Ping(ctx, c.Host, c.Port, c.User, c.Password, tlsConf)
