@@ -26,7 +26,6 @@ var serviceBranchesAllowed = map[string]int{
 	"providers/docker/capabilities.go imageFacts": 2,
 	"providers/docker/create.go create":           2,
 	"providers/kubernetes/create.go objects":      2,
-	"providers/kubernetes/create.go serviceReady": 2,
 	"providers/kubernetes/inspect.go inspect":     2,
 	"providers/kubernetes/podspec.go podSpec":     1,
 	"providers/kubernetes/podspec.go secretItems": 2,

@@ -37,6 +37,10 @@ type Service interface {
 	StartRank() int
 	// Ping is the liveness probe: a login with c and a round trip.
 	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
+	// Ready waits (through poll) until c logs in on a started instance
+	// and answers, then checks its features against check. It returns the
+	// allowed features the instance can offer, name → version.
+	Ready(ctx context.Context, c state.Credentials, tlsConf *tls.Config, poll Poll, check Check) (map[string]string, error)
 	// Prober is a new prober that may keep a logged-in connection per
 	// instance between probes (a runtime that probes often keeps one).
 	Prober() Prober
@@ -61,6 +65,8 @@ type (
 	Instance  = contract.Instance
 	DataMover = contract.DataMover
 	Prober    = contract.Prober
+	Poll      = contract.Poll
+	Check     = contract.Check
 )
 
 // SnapshotFormats answers snapshot.Store's question of every service in

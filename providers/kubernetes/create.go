@@ -388,14 +388,17 @@ func (p *Provider) serviceReady(ctx context.Context, b *build, svc, ip string) e
 	if err != nil {
 		return err
 	}
-	img, feats := b.images[svc], b.req.Features[svc]
-	switch svc {
-	case pgsvc.Name:
-		return p.postgresReady(ctx, b, c, tlsConf, img, feats)
-	case redissvc.Name:
-		return p.redisReady(ctx, b, c, tlsConf, img, feats)
+	s, ok := services.Lookup(svc)
+	if !ok {
+		return fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
 	}
-	return fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
+	available, err := s.Ready(ctx, c, tlsConf, pollReady, services.Check{ImageRef: b.images[svc].Ref, Runtime: "kubernetes",
+		Features: b.req.Features[svc], Allowed: p.cat.Allowed(svc), Seen: b.facts[svc].Features})
+	if err != nil {
+		return err
+	}
+	b.done(svc, c, available)
+	return nil
 }
 
 // withLog attaches the tail of the service container's log to its error.

@@ -63,3 +63,19 @@ type Prober interface {
 	// Close closes everything kept.
 	Close()
 }
+
+// Poll is how a runtime waits for a started instance: it calls attempt
+// (a real protocol exchange with the handed-out credentials) until it
+// succeeds, or gives up (its readiness timeout, a container that exited).
+type Poll func(ctx context.Context, attempt func(context.Context) error) error
+
+// Check is what the features of a started instance are checked against.
+type Check struct {
+	ImageRef string   // the image it runs, for messages
+	Runtime  string   // the provider block's label, for hints ("docker", "kubernetes")
+	Features []string // the requested features
+	Allowed  []string // the service's allowlist
+	// Seen are the features an earlier inspection of the image saw work,
+	// name → version: a request for one is a replace that works.
+	Seen map[string]string
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sandboxer/sandboxer/services/contract"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
@@ -47,6 +49,23 @@ func (Service) Data(in contract.Instance) contract.DataMover {
 // SnapshotFormat is pg_dump's custom format.
 func (Service) SnapshotFormat() snapshot.FileFormat {
 	return snapshot.FileFormat{Name: snapshot.FormatPGCustom, Ext: ".pgdump"}
+}
+
+// Ready waits for the app role's login and SELECT 1 (the image's init
+// server listens on the socket only, so an answer over TCP comes from the
+// real server, after the init script ran), then checks the extensions on
+// that connection (Verify).
+func (Service) Ready(ctx context.Context, c state.Credentials, tlsConf *tls.Config, poll contract.Poll, check contract.Check) (map[string]string, error) {
+	var conn *pgx.Conn
+	if err := poll(ctx, func(ctx context.Context) error {
+		var err error
+		conn, err = Ready(ctx, c, tlsConf)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return Verify(ctx, conn, check.ImageRef, c.Database, check.Features, check.Allowed)
 }
 
 // Prober keeps a logged-in connection per instance (Warm).

@@ -55,6 +55,17 @@ func (d Data) Load(ctx context.Context, snap snapshot.Data) error {
 	return Load(ctx, d.Creds, snap.Path)
 }
 
+// Ready waits for the app user's AUTH and PING, then checks the modules
+// (Verify).
+func (Service) Ready(ctx context.Context, c state.Credentials, tlsConf *tls.Config, poll contract.Poll, check contract.Check) (map[string]string, error) {
+	if err := poll(ctx, func(ctx context.Context) error {
+		return Ping(ctx, c.Host, c.Port, c.User, c.Password, tlsConf)
+	}); err != nil {
+		return nil, err
+	}
+	return Verify(ctx, c, tlsConf, check.ImageRef, check.Runtime, check.Features, check.Allowed, check.Seen)
+}
+
 // Prober logs in afresh on every probe: a Redis AUTH is cheap.
 func (Service) Prober() contract.Prober { return prober{} }
 
