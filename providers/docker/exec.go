@@ -33,7 +33,7 @@ func (p *Provider) execIn(ctx context.Context, id, user string, cmd []string, st
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	var stderr tailBuffer
+	var stderr kit.TailBuffer
 	done := make(chan error, 1)
 	go func() {
 		_, err := stdcopy.StdCopy(stdout, &stderr, att.Reader)
@@ -71,19 +71,6 @@ func (p *Provider) execIn(ctx context.Context, id, user string, cmd []string, st
 	}
 	return nil
 }
-
-// tailBuffer keeps the last 4 KiB written to it: enough of an error.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 4096; over > 0 {
-		t.b = t.b[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
 
 // copyIn puts local files into a running container under dir (created,
 // mode 0755; files 0644 so the service user can read them whatever its

@@ -82,7 +82,7 @@ func (r podRunner) execStdin(ctx context.Context, cmd []string, stdin io.Reader,
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	var stderr tailBuffer
+	var stderr kit.TailBuffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: &stderr})
 	var exit utilexec.ExitError
 	switch {
@@ -99,16 +99,3 @@ func (r podRunner) execStdin(ctx context.Context, cmd []string, stdin io.Reader,
 	}
 	return p.apiErr("create", "pods/exec", r.pod, err)
 }
-
-// tailBuffer keeps the last 4 KiB written to it: enough of an error.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 4096; over > 0 {
-		t.b = t.b[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }

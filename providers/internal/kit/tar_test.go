@@ -47,3 +47,16 @@ func TestWriteTar(t *testing.T) {
 		t.Error("a missing local file was archived")
 	}
 }
+
+func TestTailBuffer(t *testing.T) {
+	var tb TailBuffer
+	head := bytes.Repeat([]byte("h"), 5000)
+	if n, err := tb.Write(head); n != len(head) || err != nil {
+		t.Fatalf("Write: %d, %v", n, err)
+	}
+	tb.Write([]byte("the end"))
+	s := tb.String()
+	if len(s) != 4096 || s[len(s)-7:] != "the end" {
+		t.Errorf("kept %d bytes ending %q", len(s), s[max(0, len(s)-7):])
+	}
+}
