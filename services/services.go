@@ -3,9 +3,12 @@
 // services/redis) holding what any runtime needs of it: the files and
 // settings an instance starts with (init script, ACL file, server
 // arguments), the protocol probe with the handed-out credentials, and the
-// checks of its features once it answers. A runtime (providers/docker, a
-// Kubernetes runtime) places the processes, copies the files, publishes
-// the ports; it asks this package what a service is.
+// checks of its features once it answers, how its credentials rotate,
+// how its data moves and what a snapshot of it holds. A runtime
+// (providers/docker, providers/kubernetes) places the processes, copies
+// the files, publishes the ports; it asks this package what a service is
+// (Service, found by name with Lookup in the catalogue All) instead of
+// branching on its name (servicenames_test.go counts what is left).
 //
 // What the packages here must never do: call a container engine or
 // cluster API, print, or put a password into an error (they take
