@@ -29,7 +29,6 @@ var serviceBranchesAllowed = map[string]int{
 	"providers/kubernetes/inspect.go inspect":     2,
 	"providers/kubernetes/podspec.go podSpec":     1,
 	"providers/kubernetes/podspec.go secretItems": 2,
-	"state/url.go endpointURL":                    2,
 }
 
 // A service is a value (docs/layout.md): what differs between services is
