@@ -27,8 +27,6 @@ var serviceBranchesAllowed = map[string]int{
 	"providers/docker/create.go create":           2,
 	"providers/kubernetes/create.go objects":      2,
 	"providers/kubernetes/inspect.go inspect":     2,
-	"providers/kubernetes/podspec.go podSpec":     1,
-	"providers/kubernetes/podspec.go secretItems": 2,
 }
 
 // A service is a value (docs/layout.md): what differs between services is

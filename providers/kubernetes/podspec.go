@@ -2,7 +2,9 @@ package kubernetes
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -61,6 +63,15 @@ type serviceRun struct {
 	Env   []corev1.EnvVar
 	Port  int
 	Facts imageFacts
+	// Keys are the instance Secret's keys its container sees, in
+	// secretDir (secretItems).
+	Keys []string
+	// SecretFiles mount single keys of the Secret elsewhere, path → key
+	// (PostgreSQL's init script, beside whatever the image ships there).
+	SecretFiles map[string]string
+	// DataDir, when set, is a directory on an emptyDir volume of its own
+	// named DataVolume (a tmpfs with provider storage "tmpfs").
+	DataVolume, DataDir string
 }
 
 // podSpec is the whole pod of one instance. fsGroup is the first
@@ -83,7 +94,7 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 	for _, r := range runs {
 		vol := "secret-" + r.Name
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: meta.Name, Items: secretItems(r.Name, withTLS), DefaultMode: ptr.To[int32](0o440)},
+			Secret: &corev1.SecretVolumeSource{SecretName: meta.Name, Items: secretItems(r.Keys), DefaultMode: ptr.To[int32](0o440)},
 		}})
 		c := corev1.Container{
 			Name:            r.Name,
@@ -98,17 +109,16 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 			// The log is the error's explanation when the container stops.
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		}
-		if r.Name == pgsvc.Name {
-			// The init script goes in beside whatever the image ships
-			// there (postgis has 10_postgis.sh), as one file.
-			c.VolumeMounts = append(c.VolumeMounts,
-				corev1.VolumeMount{Name: vol, MountPath: path.Join(pgsvc.InitDir, pgsvc.InitScriptName), SubPath: keyPGInit, ReadOnly: true},
-				corev1.VolumeMount{Name: "pgdata", MountPath: pgDataRoot})
+		for _, mp := range slices.Sorted(maps.Keys(r.SecretFiles)) {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: mp, SubPath: r.SecretFiles[mp], ReadOnly: true})
+		}
+		if r.DataDir != "" {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: r.DataVolume, MountPath: r.DataDir})
 			ed := &corev1.EmptyDirVolumeSource{}
 			if p.cfg.Storage == config.StorageTmpfs {
 				ed.Medium = corev1.StorageMediumMemory
 			}
-			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "pgdata", VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: r.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
 		}
 		if withTLS {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: tlsDir, SubPath: r.Name, ReadOnly: true})
@@ -168,18 +178,8 @@ func (p *Provider) resources() corev1.ResourceRequirements {
 }
 
 // secretItems are the keys of the instance's Secret a service's container
-// sees.
-func secretItems(service string, withTLS bool) []corev1.KeyToPath {
-	var keys []string
-	switch service {
-	case pgsvc.Name:
-		keys = []string{keyPGPassword, keyPGInit}
-		if withTLS {
-			keys = append(keys, keyPGHBA)
-		}
-	case redissvc.Name:
-		keys = []string{keyRedisACL}
-	}
+// sees (serviceRun.Keys).
+func secretItems(keys []string) []corev1.KeyToPath {
 	items := make([]corev1.KeyToPath, len(keys))
 	for i, k := range keys {
 		items[i] = corev1.KeyToPath{Key: k, Path: k}
@@ -268,7 +268,15 @@ func postgresRun(img config.Image, f imageFacts, adminUser string, feats []strin
 	if withTLS {
 		args = append(args, pgsvc.TLSArgs(path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(secretDir, keyPGHBA))...)
 	}
-	return serviceRun{Name: pgsvc.Name, Image: img.Ref, Args: args, Env: env, Port: pgsvc.Port, Facts: f}
+	keys := []string{keyPGPassword, keyPGInit}
+	if withTLS {
+		keys = append(keys, keyPGHBA)
+	}
+	return serviceRun{Name: pgsvc.Name, Image: img.Ref, Args: args, Env: env, Port: pgsvc.Port, Facts: f, Keys: keys,
+		// The init script goes in beside whatever the image ships there
+		// (postgis has 10_postgis.sh), as one file.
+		SecretFiles: map[string]string{path.Join(pgsvc.InitDir, pgsvc.InitScriptName): keyPGInit},
+		DataVolume:  "pgdata", DataDir: pgDataRoot}
 }
 
 // redisRun is how Redis runs: the ACL file from the Secret, no
@@ -286,7 +294,7 @@ func redisRun(img config.Image, f imageFacts, feats []string, withTLS bool) serv
 	if withTLS {
 		args = append(args, redissvc.TLSArgs(path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(tlsDir, tlsCAName))...)
 	}
-	return serviceRun{Name: redissvc.Name, Image: img.Ref, Args: args, Port: redissvc.Port, Facts: f}
+	return serviceRun{Name: redissvc.Name, Image: img.Ref, Args: args, Port: redissvc.Port, Facts: f, Keys: []string{keyRedisACL}}
 }
 
 // envVars turns NAME=value pairs into the API's form.
