@@ -97,3 +97,21 @@ func Lookup(name string) (Service, bool) {
 	}
 	return nil, false
 }
+
+// StartRank is the start rank of the service named name (Service's);
+// a service the catalogue does not know goes last.
+func StartRank(name string) int {
+	if s, ok := Lookup(name); ok {
+		return s.StartRank()
+	}
+	return 1 << 10
+}
+
+// Port is the port the service named name listens on in its container;
+// 0 for a service the catalogue does not know.
+func Port(name string) int {
+	if s, ok := Lookup(name); ok {
+		return s.Port()
+	}
+	return 0
+}

@@ -62,7 +62,7 @@ func (p *Provider) prepareReach(ctx context.Context, b *build, creds map[string]
 		hosts = append(hosts, name)
 		if len(req.Networks) > 0 {
 			c.NetworkHost = name
-			c.NetworkPort = containerPort(svc)
+			c.NetworkPort = services.Port(svc)
 		}
 		creds[svc] = c
 	}
@@ -100,14 +100,6 @@ func (r *buildReach) cleanup() error {
 // service: one CA serves both.
 func caFileName(lineage, address string, generation int) string {
 	return instanceName(lineage, address, generation)
-}
-
-// containerPort is the port a service listens on inside its container.
-func containerPort(svc string) int {
-	if s, ok := services.Lookup(svc); ok {
-		return s.Port()
-	}
-	return 0
 }
 
 // attachUserNetworks connects a created, not yet started container to the

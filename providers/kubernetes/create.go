@@ -127,7 +127,7 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 	b.name = podName(req.Lineage, req.Address, req.Generation)
 	b.withTLS = req.Publish.TLS
 	b.services = req.Features.Services()
-	slices.SortStableFunc(b.services, func(x, y string) int { return startRank(x) - startRank(y) })
+	slices.SortStableFunc(b.services, func(x, y string) int { return services.StartRank(x) - services.StartRank(y) })
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	for _, svc := range b.services {
@@ -159,7 +159,7 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 			return b, err
 		}
 		c := state.Credentials{User: appUser, Password: app, AdminUser: adminUser, AdminPassword: admin,
-			NetworkHost: b.dnsNames()[0], NetworkPort: servicePort(svc)}
+			NetworkHost: b.dnsNames()[0], NetworkPort: services.Port(svc)}
 		if s, ok := services.Lookup(svc); ok && s.NamesDatabase() {
 			c.Database = database
 		}
@@ -242,7 +242,7 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 		if p.fakeReady {
 			for _, svc := range b.services {
 				c := b.cred(svc)
-				c.Host, c.Port = ip, servicePort(svc)
+				c.Host, c.Port = ip, services.Port(svc)
 				b.done(svc, c, nil)
 			}
 			return nil
@@ -383,7 +383,7 @@ func (p *Provider) createDependents(ctx context.Context, b *build, pod *corev1.P
 // features, as the Docker provider does after a start.
 func (p *Provider) serviceReady(ctx context.Context, b *build, svc, ip string) error {
 	c := b.cred(svc)
-	c.Host, c.Port = ip, servicePort(svc)
+	c.Host, c.Port = ip, services.Port(svc)
 	tlsConf, err := c.ClientTLS(c.Host)
 	if err != nil {
 		return err
@@ -442,20 +442,4 @@ func (p *Provider) validate(req apply.CreateRequest) (map[string]config.Image, e
 			"clients in the cluster reach a sandbox by its Service name", req.Networks)
 	}
 	return kit.ValidateRequest(req, p.cat, p.cfg, p.CADir)
-}
-
-// startRank orders the services in the pod (PostgreSQL, the longest path
-// to ready, first: it also owns the TLS files and its group is the pod's).
-func startRank(service string) int {
-	if s, ok := services.Lookup(service); ok {
-		return s.StartRank()
-	}
-	return 2
-}
-
-func servicePort(service string) int {
-	if s, ok := services.Lookup(service); ok {
-		return s.Port()
-	}
-	return 0
 }
