@@ -61,7 +61,9 @@ func TestImportBoundaries(t *testing.T) {
 			is("internal/kubeauth"), func(string) bool { return true }},
 		{"runtimes do not know each other; what they do alike is their shared kit's (providers/internal/)",
 			func(p string) bool { return strings.HasPrefix(p, "providers/") && p != "providers/providertest" },
-			func(i string) bool { return strings.HasPrefix(i, "providers/") && !strings.HasPrefix(i, "providers/internal/") }},
+			func(i string) bool {
+				return strings.HasPrefix(i, "providers/") && !strings.HasPrefix(i, "providers/internal/")
+			}},
 		{"the runtimes' kit serves every runtime, so it names none",
 			anyOf("providers/internal/"), func(i string) bool { return strings.HasPrefix(i, "providers/") }},
 	}
