@@ -2,11 +2,7 @@ package docker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/docker/docker/api/types/image"
 	"golang.org/x/sync/singleflight"
@@ -103,16 +99,7 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 // capabilityKey names one inspection: the image, the service it runs as,
 // the module paths configured for it and the allowlist it was filtered by.
 func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
-	for _, f := range slices.Sorted(maps.Keys(img.Modules)) {
-		fmt.Fprintf(h, "%s=%s\x00", f, img.Modules[f])
-	}
-	for _, f := range p.cat.Allowed(service) {
-		fmt.Fprintf(h, "%s\x00", f)
-	}
-	// The service leads the file name, for people looking at the cache.
-	return service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
+	return kit.CapabilityKey("", capabilityFormat, service, imageID, img.Modules, p.cat.Allowed(service))
 }
 
 // SetCacheDir sets where inspections of images are cached across runs (""

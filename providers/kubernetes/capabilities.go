@@ -2,10 +2,7 @@ package kubernetes
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -181,15 +178,7 @@ func namesRef(names []string, ref string) bool {
 // capabilityKey names one inspection: the image ID, the service, the
 // module paths configured for it and the allowlist it was filtered by.
 func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "k8s\x00%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
-	for _, f := range slices.Sorted(maps.Keys(img.Modules)) {
-		fmt.Fprintf(h, "%s=%s\x00", f, img.Modules[f])
-	}
-	for _, f := range p.cat.Allowed(service) {
-		fmt.Fprintf(h, "%s\x00", f)
-	}
-	return "k8s-" + service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
+	return kit.CapabilityKey("k8s", capabilityFormat, service, imageID, img.Modules, p.cat.Allowed(service))
 }
 
 // Inspected reports a whole inspection (kit.Inspection).

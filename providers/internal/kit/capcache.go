@@ -1,9 +1,14 @@
 package kit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -79,4 +84,27 @@ func (c *FactsCache[F]) remember(key string, f F) {
 		c.mem = map[string]F{}
 	}
 	c.mem[key] = f
+}
+
+// CapabilityKey names one inspection in a FactsCache: the runtime (""
+// or a short prefix, so runtimes sharing a cache directory never share
+// a key), the runtime's format version of what it finds, the service,
+// the image's ID, the module paths configured for it and the allowlist
+// it was filtered by. The prefix and the service lead the file name, for
+// people looking at the cache.
+func CapabilityKey(runtime string, format int, service, imageID string, modules map[string]string, allowed []string) string {
+	h := sha256.New()
+	prefix := ""
+	if runtime != "" {
+		fmt.Fprintf(h, "%s\x00", runtime)
+		prefix = runtime + "-"
+	}
+	fmt.Fprintf(h, "%d\x00%s\x00%s\x00", format, service, imageID)
+	for _, f := range slices.Sorted(maps.Keys(modules)) {
+		fmt.Fprintf(h, "%s=%s\x00", f, modules[f])
+	}
+	for _, f := range allowed {
+		fmt.Fprintf(h, "%s\x00", f)
+	}
+	return prefix + service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
 }

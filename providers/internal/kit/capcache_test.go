@@ -1,6 +1,9 @@
 package kit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,5 +50,36 @@ func TestFactsCache(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "m.json")); !os.IsNotExist(err) {
 		t.Errorf("a memory-only cache wrote a file: %v", err)
+	}
+}
+
+// The keys are those the runtimes wrote before the kit (their cache
+// files stay valid), and every input changes them.
+func TestCapabilityKey(t *testing.T) {
+	old := func(hashPrefix, namePrefix string) string {
+		h := sha256.New()
+		fmt.Fprintf(h, "%s%d\x00%s\x00%s\x00", hashPrefix, 2, "redis", "sha256:ab")
+		fmt.Fprintf(h, "%s=%s\x00", "json", "/m/json.so")
+		fmt.Fprintf(h, "%s=%s\x00", "search", "/m/s.so")
+		fmt.Fprintf(h, "%s\x00", "bloom")
+		return namePrefix + "redis-" + hex.EncodeToString(h.Sum(nil))[:32]
+	}
+	mods := map[string]string{"search": "/m/s.so", "json": "/m/json.so"}
+	if got, want := CapabilityKey("", 2, "redis", "sha256:ab", mods, []string{"bloom"}), old("", ""); got != want {
+		t.Errorf("docker key %s, want %s", got, want)
+	}
+	if got, want := CapabilityKey("k8s", 2, "redis", "sha256:ab", mods, []string{"bloom"}), old("k8s\x00", "k8s-"); got != want {
+		t.Errorf("kubernetes key %s, want %s", got, want)
+	}
+	base := CapabilityKey("", 2, "redis", "sha256:ab", mods, []string{"bloom"})
+	for name, k := range map[string]string{
+		"format":  CapabilityKey("", 3, "redis", "sha256:ab", mods, []string{"bloom"}),
+		"image":   CapabilityKey("", 2, "redis", "sha256:cd", mods, []string{"bloom"}),
+		"modules": CapabilityKey("", 2, "redis", "sha256:ab", map[string]string{"json": "/m/json.so"}, []string{"bloom"}),
+		"allowed": CapabilityKey("", 2, "redis", "sha256:ab", mods, []string{"bloom", "json"}),
+	} {
+		if k == base {
+			t.Errorf("another %s gives the same key", name)
+		}
 	}
 }
