@@ -25,7 +25,6 @@ import (
 var serviceBranchesAllowed = map[string]int{
 	"providers/docker/capabilities.go imageFacts": 2,
 	"providers/docker/create.go create":           2,
-	"providers/kubernetes/create.go objects":      2,
 	"providers/kubernetes/inspect.go inspect":     2,
 }
 

@@ -40,6 +40,9 @@ type Service interface {
 	StartRank() int
 	// Ping is the liveness probe: a login with c and a round trip.
 	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
+	// Start is what the service's container starts with, its files
+	// placed as at says.
+	Start(in StartInput, at Placement) (Start, error)
 	// Ready waits (through poll) until c logs in on a started instance
 	// and answers, then checks its features against check. It returns the
 	// allowed features the instance can offer, name → version.
@@ -64,12 +67,15 @@ type Service interface {
 
 // The shapes a service's package and the runtimes share (services/contract).
 type (
-	Runner    = contract.Runner
-	Instance  = contract.Instance
-	DataMover = contract.DataMover
-	Prober    = contract.Prober
-	Poll      = contract.Poll
-	Check     = contract.Check
+	Runner     = contract.Runner
+	Instance   = contract.Instance
+	DataMover  = contract.DataMover
+	Prober     = contract.Prober
+	Poll       = contract.Poll
+	Check      = contract.Check
+	Placement  = contract.Placement
+	StartInput = contract.StartInput
+	Start      = contract.Start
 )
 
 // SnapshotFormats answers snapshot.Store's question of every service in

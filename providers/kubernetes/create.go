@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"sync"
 	"time"
@@ -18,11 +19,8 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
-	"github.com/sandboxer/sandboxer/internal/scram"
 	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/services"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
-	redissvc "github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -284,31 +282,40 @@ func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun,
 	meta := p.instanceMeta(b.req.Address, b.req.Lineage, b.req.Generation, b.name)
 	data := map[string][]byte{}
 	var runs []serviceRun
+	at := services.Placement{SecretDir: secretDir, DataRoot: dataRoot}
+	if b.withTLS {
+		at.TLSCert, at.TLSKey, at.TLSCA = path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(tlsDir, tlsCAName)
+	}
 	for _, svc := range b.services {
-		c, img, f, feats := b.creds[svc], b.images[svc], b.facts[svc], b.req.Features[svc]
-		switch svc {
-		case pgsvc.Name:
-			verifier, err := scram.Verifier(c.Password.Reveal())
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			// Not a password, but no business in an error either.
-			b.scrub.Add(state.Secret(verifier))
-			if p.onSecrets != nil {
-				p.onSecrets(verifier)
-			}
-			data[keyPGPassword] = []byte(c.AdminPassword.Reveal())
-			data[keyPGInit] = pgsvc.InitScript(c, verifier, feats, p.cat.Allowed(pgsvc.Name))
-			if b.withTLS {
-				data[keyPGHBA] = pgsvc.TLSOnlyHBA()
-			}
-			runs = append(runs, postgresRun(img, f, c.AdminUser, feats, b.withTLS))
-		case redissvc.Name:
-			data[keyRedisACL] = redissvc.ACLFile(c)
-			runs = append(runs, redisRun(img, f, feats, b.withTLS))
-		default:
+		s, ok := services.Lookup(svc)
+		if !ok {
 			return nil, nil, nil, fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
 		}
+		img, f := b.images[svc], b.facts[svc]
+		st, err := s.Start(services.StartInput{Creds: b.creds[svc], Features: b.req.Features[svc], Allowed: p.cat.Allowed(svc),
+			Modules: img.Modules, SelfLoaded: f.SelfLoaded, ImageEnv: f.env}, at)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", svc, err)
+		}
+		// Not passwords, but no business in an error either.
+		for _, d := range st.Derived {
+			b.scrub.Add(d)
+			if p.onSecrets != nil {
+				p.onSecrets(d.Reveal())
+			}
+		}
+		for name, content := range st.Files {
+			if _, dup := data[name]; dup {
+				return nil, nil, nil, fmt.Errorf("%s: secret file %s is another service's too", svc, name)
+			}
+			data[name] = content
+		}
+		run := serviceRun{Name: svc, Image: img.Ref, Args: st.Args, Env: envVars(st.Env), Port: s.Port(), Facts: f,
+			Keys: slices.Sorted(maps.Keys(st.Files)), SecretFiles: st.Mounts}
+		if st.NeedsData {
+			run.DataVolume, run.DataDir = "data-"+svc, dataRoot
+		}
+		runs = append(runs, run)
 	}
 	return secretSpec(meta, data), p.podSpec(meta, runs, b.withTLS, &runs[0]), runs, nil
 }

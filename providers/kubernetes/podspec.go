@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sandboxer/sandboxer/config"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
 )
 
@@ -26,23 +24,17 @@ const (
 	// tlsDir is where each service finds its TLS key and certificates
 	// (an in-memory emptyDir filled before the services start, tls.go).
 	tlsDir = "/etc/sandboxer-tls"
-	// pgDataRoot is the emptyDir PostgreSQL's data directory is made in.
-	// The data directory itself is a subdirectory the entrypoint creates
-	// as the postgres user: the volume's root belongs to root, and initdb
-	// and the server refuse a data directory they do not own.
-	pgDataRoot = "/var/lib/sandboxer"
-	pgDataDir  = pgDataRoot + "/pgdata"
+	// dataRoot is the emptyDir a service that keeps data keeps it in
+	// (services.Placement.DataRoot; PostgreSQL makes its data directory
+	// a subdirectory: the volume's root belongs to root).
+	dataRoot = "/var/lib/sandboxer"
 )
 
-// Keys of the instance's Secret. Each service's container mounts only
-// its own keys (secretItems), so Redis never sees PostgreSQL's admin
+// The keys of the instance's Secret are the names of the services' start
+// files (services.Start.Files). Each service's container mounts only its
+// own keys (secretItems), so Redis never sees PostgreSQL's admin
 // password.
-const (
-	keyPGPassword = pgsvc.PasswordFile
-	keyPGInit     = pgsvc.InitScriptName
-	keyPGHBA      = "pg_hba.conf"
-	keyRedisACL   = redissvc.ACLFileName
-)
+const keyRedisACL = redissvc.ACLFileName // the inspection pod's (inspect_redis.go)
 
 // terminationGrace is short: a sandbox holds nothing worth a graceful
 // shutdown, and a pod delete waits for it (the default 30 s made every
@@ -246,55 +238,6 @@ func ownedByPod(pod *corev1.Pod) []metav1.OwnerReference {
 		APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
 		BlockOwnerDeletion: ptr.To(false),
 	}}
-}
-
-// postgresRun is how PostgreSQL runs: the official-image contract with
-// sandboxer's admin as POSTGRES_USER, its password as a file from the
-// Secret, the data directory in the pod's emptyDir, durability off and
-// the lean settings of services/postgres.
-func postgresRun(img config.Image, f imageFacts, adminUser string, feats []string, withTLS bool) serviceRun {
-	env := []corev1.EnvVar{
-		{Name: "POSTGRES_USER", Value: adminUser},
-		{Name: "POSTGRES_PASSWORD_FILE", Value: path.Join(secretDir, keyPGPassword)},
-		{Name: "POSTGRES_DB", Value: "postgres"},
-		{Name: "POSTGRES_INITDB_ARGS", Value: pgsvc.InitdbArgs},
-		{Name: "PGDATA", Value: pgDataDir},
-	}
-	env = append(env, envVars(pgsvc.UTCUnlessSet(f.env))...)
-	env = append(env, envVars(pgsvc.ServerBinFirst(f.env))...)
-	args := []string{"postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"}
-	args = append(args, pgsvc.LeanArgs...)
-	args = append(args, pgsvc.PreloadArgs(feats)...)
-	if withTLS {
-		args = append(args, pgsvc.TLSArgs(path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(secretDir, keyPGHBA))...)
-	}
-	keys := []string{keyPGPassword, keyPGInit}
-	if withTLS {
-		keys = append(keys, keyPGHBA)
-	}
-	return serviceRun{Name: pgsvc.Name, Image: img.Ref, Args: args, Env: env, Port: pgsvc.Port, Facts: f, Keys: keys,
-		// The init script goes in beside whatever the image ships there
-		// (postgis has 10_postgis.sh), as one file.
-		SecretFiles: map[string]string{path.Join(pgsvc.InitDir, pgsvc.InitScriptName): keyPGInit},
-		DataVolume:  "pgdata", DataDir: pgDataRoot}
-}
-
-// redisRun is how Redis runs: the ACL file from the Secret, no
-// persistence, MODULE and DEBUG disabled, the requested modules the image
-// does not load by itself.
-func redisRun(img config.Image, f imageFacts, feats []string, withTLS bool) serviceRun {
-	args := []string{"redis-server",
-		"--aclfile", path.Join(secretDir, keyRedisACL),
-		"--save", "",
-		"--appendonly", "no",
-		"--enable-module-command", "no",
-		"--enable-debug-command", "no",
-	}
-	args = append(args, redissvc.LoadModuleArgs(feats, img.Modules, f.SelfLoaded)...)
-	if withTLS {
-		args = append(args, redissvc.TLSArgs(path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(tlsDir, tlsCAName))...)
-	}
-	return serviceRun{Name: redissvc.Name, Image: img.Ref, Args: args, Port: redissvc.Port, Facts: f, Keys: []string{keyRedisACL}}
 }
 
 // envVars turns NAME=value pairs into the API's form.

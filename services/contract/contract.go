@@ -79,3 +79,48 @@ type Check struct {
 	// name → version: a request for one is a replace that works.
 	Seen map[string]string
 }
+
+// Placement is where a runtime puts what a service starts with, as paths
+// in the service's container.
+type Placement struct {
+	// SecretDir holds Start.Files, read-only.
+	SecretDir string
+	// TLSCert, TLSKey and TLSCA are the server's TLS files; all "" when
+	// the instance has no TLS.
+	TLSCert, TLSKey, TLSCA string
+	// DataRoot is an empty, writable directory on storage of the
+	// service's own, for a service whose Start.NeedsData.
+	DataRoot string
+}
+
+// StartInput is what a service's start is made from.
+type StartInput struct {
+	Creds    state.Credentials // the instance's, admin included
+	Features []string          // the requested features
+	Allowed  []string          // the service's allowlist
+	// Modules are the module paths configured for the image
+	// (config.Image.Modules); SelfLoaded the features whose module the
+	// image loads by itself.
+	Modules    map[string]string
+	SelfLoaded []string
+	// ImageEnv reads the image's environment.
+	ImageEnv func(name string) string
+}
+
+// Start is what a service's container starts with, beside its image's
+// entrypoint.
+type Start struct {
+	// Files are read-only files for Placement.SecretDir, by name. Their
+	// names are the service's own (a runtime may keep every service's
+	// files in one secret).
+	Files map[string][]byte
+	// Mounts put single Files elsewhere too: a path → a name in Files.
+	Mounts map[string]string
+	Args   []string
+	Env    []string // NAME=value
+	// Derived are values that are no passwords but have no business in
+	// a message either (a SCRAM verifier): the runtime scrubs them.
+	Derived []state.Secret
+	// NeedsData: the service keeps its data under Placement.DataRoot.
+	NeedsData bool
+}
