@@ -24,7 +24,7 @@ import (
 // Keys are "file func".
 var serviceBranchesAllowed = map[string]int{
 	"providers/docker/capabilities.go imageFacts": 2,
-	"providers/docker/create.go create":           2,
+	"providers/docker/create.go create":           1,
 	"providers/kubernetes/inspect.go inspect":     2,
 }
 

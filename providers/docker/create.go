@@ -154,14 +154,18 @@ func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.
 			if err := b.starts.wait(gctx, svc); err != nil {
 				return err
 			}
+			// PostgreSQL starts from a template data directory
+			// (postgres.go, pgtemplate.go); every other service as it
+			// says (start.go).
+			s, ok := services.Lookup(svc)
 			var err error
-			switch svc {
-			case "postgres":
-				err = p.startPostgres(gctx, b, feats, creds[svc])
-			case "redis":
-				err = p.startRedis(gctx, b, feats, creds[svc])
-			default:
+			switch {
+			case !ok:
 				err = fmt.Errorf("service %s is not supported by the docker provider", svc)
+			case svc == "postgres":
+				err = p.startPostgres(gctx, b, feats, creds[svc])
+			default:
+				err = p.startService(gctx, b, s, feats, creds[svc])
 			}
 			return p.withLog(gctx, b, svc, err)
 		})
@@ -196,7 +200,10 @@ func (p *Provider) withLog(ctx context.Context, b *build, svc string, err error)
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrub.Text(p.logTail(lctx, id, logTailLines))}
+	tail := p.logTail(lctx, id, logTailLines)
+	b.mu.Lock() // another service may add to the scrubber meanwhile
+	defer b.mu.Unlock()
+	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrub.Text(tail)}
 }
 
 // cleanup removes what a failed Create made. It uses a fresh context so that

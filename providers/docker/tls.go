@@ -6,7 +6,6 @@ import (
 
 	"github.com/sandboxer/sandboxer/internal/certs"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
-	redissvc "github.com/sandboxer/sandboxer/services/redis"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -65,12 +64,6 @@ func postgresTLSArgs() []string {
 // postgresHBA refuses every TCP connection that is not TLS.
 func postgresHBA() containerFile {
 	return containerFile{Path: secretPath(pgHBAName), Mode: 0o644, Content: pgsvc.TLSOnlyHBA()}
-}
-
-// redisTLSArgs replace the plain port by a TLS one on the same number;
-// clients are not asked for certificates (they log in with ACL users).
-func redisTLSArgs() []string {
-	return redissvc.TLSArgs(secretPath(tlsCertName), secretPath(tlsKeyName), secretPath(tlsCAName))
 }
 
 // clientTLS is the client side for credentials that carry a CA, nil for
