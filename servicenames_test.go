@@ -22,10 +22,12 @@ import (
 // only shrinks: a new branch fails TestServiceNames, and so does an entry
 // that no longer has as many branches (strike it, so the list stays true).
 // Keys are "file func".
-var serviceBranchesAllowed = map[string]int{
-	"providers/docker/capabilities.go imageFacts": 2,
-	"providers/docker/create.go create":           1,
-	"providers/kubernetes/inspect.go inspect":     2,
+func serviceBranchesAllowed() map[string]int {
+	return map[string]int{
+		"providers/docker/capabilities.go imageFacts": 2,
+		"providers/docker/create.go create":           1,
+		"providers/kubernetes/inspect.go inspect":     2,
+	}
 }
 
 // A service is a value (docs/layout.md): what differs between services is
@@ -36,6 +38,7 @@ var serviceBranchesAllowed = map[string]int{
 // the Name constant of a services/* package.
 func TestServiceNames(t *testing.T) {
 	names := catalogueNames(t)
+	allowedBranches := serviceBranchesAllowed()
 	found := map[string][]string{} // "file func" → positions
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -67,14 +70,14 @@ func TestServiceNames(t *testing.T) {
 	total := 0
 	for _, key := range slices.Sorted(maps.Keys(found)) {
 		total += len(found[key])
-		if allowed := serviceBranchesAllowed[key]; len(found[key]) > allowed {
+		if allowed := allowedBranches[key]; len(found[key]) > allowed {
 			t.Errorf("%s branches on a service's name %d times (allowed %d): %s; ask services.Service instead",
 				key, len(found[key]), allowed, strings.Join(found[key], ", "))
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(serviceBranchesAllowed)) {
-		if n := len(found[key]); n < serviceBranchesAllowed[key] {
-			t.Errorf("%s now has %d branches on a service's name, fewer than the %d allowed: shrink serviceBranchesAllowed", key, n, serviceBranchesAllowed[key])
+	for _, key := range slices.Sorted(maps.Keys(allowedBranches)) {
+		if n := len(found[key]); n < allowedBranches[key] {
+			t.Errorf("%s now has %d branches on a service's name, fewer than the %d allowed: shrink serviceBranchesAllowed", key, n, allowedBranches[key])
 		}
 	}
 	t.Logf("%d branches on a service's name outside services/ in %d places", total, len(found))
