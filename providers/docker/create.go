@@ -22,7 +22,7 @@ import (
 // results of each service.
 type build struct {
 	req    apply.CreateRequest
-	scrub  redact.Scrubber // every secret of this instance; filled before any start
+	scrub  redact.Scrubber // every secret of this instance; during the starts, only through addSecrets and scrubText
 	starts *startGates
 	// pgVerifier is the SCRAM verifier of the postgres app password, for
 	// the init script (pginit.go).
@@ -38,6 +38,21 @@ type build struct {
 	creds      map[string]state.Credentials
 	available  map[string][]string
 	versions   map[string]map[string]string
+}
+
+// addSecrets and scrubText share the scrubber between the services'
+// starts, which run at once: a start may add a secret it derives while
+// another's error is scrubbed.
+func (b *build) addSecrets(secrets ...state.Secret) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.scrub.Add(secrets...)
+}
+
+func (b *build) scrubText(s string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.scrub.Text(s)
 }
 
 func (b *build) addContainer(service, id, name string) {
@@ -200,10 +215,7 @@ func (p *Provider) withLog(ctx context.Context, b *build, svc string, err error)
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	tail := p.logTail(lctx, id, logTailLines)
-	b.mu.Lock() // another service may add to the scrubber meanwhile
-	defer b.mu.Unlock()
-	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrub.Text(tail)}
+	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrubText(p.logTail(lctx, id, logTailLines))}
 }
 
 // cleanup removes what a failed Create made. It uses a fresh context so that

@@ -46,9 +46,7 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 		// from a template (postgres.go).
 		return fmt.Errorf("service %s keeps data, which the docker provider places only for postgres", svc)
 	}
-	b.mu.Lock() // the services start at once; the scrubber is shared
-	b.scrub.Add(st.Derived...)
-	b.mu.Unlock()
+	b.addSecrets(st.Derived...)
 	port := nat.Port(fmt.Sprintf("%d/tcp", s.Port()))
 	spec := containerSpec{Service: svc, Image: img.Ref, Cmd: st.Args, Env: st.Env, Port: port, Tmpfs: tmpfsMounts(ii)}
 	var files []containerFile
