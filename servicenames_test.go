@@ -34,8 +34,9 @@ func serviceBranchesAllowed() map[string]int {
 // asked of services.Service, so a runtime, the planner or the library
 // never switches on a service's name. This counts, in every non-test Go
 // file outside services/, the switch cases and the == / != comparisons
-// against a service's name: the catalogue's names as string literals, and
-// the Name constant of a services/* package.
+// against a service's name (the catalogue's names as string literals, and
+// the Name constant of a services/* package), and the type switches and
+// assertions on a services/* package's types.
 func TestServiceNames(t *testing.T) {
 	names := catalogueNames(t)
 	allowedBranches := serviceBranchesAllowed()
@@ -100,6 +101,14 @@ func a(svc string) {
 	}
 }
 
+func c(s any) bool {
+	switch s.(type) {
+	case pgsvc.Service, *redis.Data:
+	}
+	_, ok := s.(pgsvc.Service)
+	return ok
+}
+
 func (r *T) b(decl D, u U) bool {
 	switch decl.Type {
 	case "postgres":
@@ -116,7 +125,7 @@ func (r *T) b(decl D, u U) bool {
 	for _, b := range serviceBranches(fset, f, []string{"postgres", "redis"}) {
 		got = append(got, b.fn+"@"+b.pos)
 	}
-	want := []string{"a@x.go:8", "a@x.go:8", "a@x.go:11", "a@x.go:11"}
+	want := []string{"a@x.go:8", "a@x.go:8", "a@x.go:11", "a@x.go:11", "c@x.go:17", "c@x.go:17", "c@x.go:19"}
 	if !slices.Equal(got, want) {
 		t.Errorf("found %v, want %v", got, want)
 	}
@@ -138,11 +147,12 @@ type serviceBranch struct{ fn, pos string }
 
 // serviceBranches lists f's branches on a service name.
 func serviceBranches(fset *token.FileSet, f *ast.File, names []string) []serviceBranch {
-	// The local names of the services/* packages this file imports.
+	// The local names of the services/* packages this file imports
+	// (services/contract, the shapes they share, is none).
 	svcPkgs := map[string]bool{}
 	for _, spec := range f.Imports {
 		p, _ := strconv.Unquote(spec.Path.Value)
-		if !strings.HasPrefix(p, module+"/services/") {
+		if !strings.HasPrefix(p, module+"/services/") || p == module+"/services/contract" {
 			continue
 		}
 		local := p[strings.LastIndex(p, "/")+1:]
@@ -161,6 +171,19 @@ func serviceBranches(fset *token.FileSet, f *ast.File, names []string) []service
 			return ok && e.Sel.Name == "Name" && svcPkgs[x.Name]
 		}
 		return false
+	}
+	// A type of a service's own package, as a type switch or assertion
+	// would tell one service from another.
+	isServiceType := func(e ast.Expr) bool {
+		if st, ok := e.(*ast.StarExpr); ok {
+			e = st.X
+		}
+		s, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		x, ok := s.X.(*ast.Ident)
+		return ok && svcPkgs[x.Name]
 	}
 	// Not a service: the state backend's type (config.BackendDecl.Type,
 	// the root's backendRecord.Type) and a URL's scheme.
@@ -190,6 +213,18 @@ func serviceBranches(fset *token.FileSet, f *ast.File, names []string) []service
 							add(e)
 						}
 					}
+				}
+			case *ast.TypeSwitchStmt:
+				for _, s := range n.Body.List {
+					for _, e := range s.(*ast.CaseClause).List {
+						if isServiceType(e) {
+							add(e)
+						}
+					}
+				}
+			case *ast.TypeAssertExpr:
+				if n.Type != nil && isServiceType(n.Type) {
+					add(n)
 				}
 			case *ast.BinaryExpr:
 				if n.Op != token.EQL && n.Op != token.NEQ {
