@@ -1,9 +1,12 @@
 // Package kubernetes provisions sandbox instances on a Kubernetes cluster,
 // in one namespace, through client-go. It implements apply.Provider and
 // the capabilities apply.Inventory, snapshot.Engine and snapshot.SQLRunner,
-// the same contracts as providers/docker, and asks services/postgres and
-// services/redis what each service is (init script, ACL file, settings,
-// probes, feature checks), so no service logic lives here.
+// the same contracts as providers/docker, and asks services.Service what
+// each service is (the files, args and env its container starts with,
+// its readiness and feature checks, its prober, its data mover), so no
+// service logic lives here but the inspection of an image (inspect.go,
+// inspect_redis.go). What it does as the Docker runtime does is in
+// providers/internal/kit.
 //
 // What a sandbox is on Kubernetes (one instance; all objects share one
 // name, sbx-<12 lineage characters>-<address>-g<generation>, names.go):

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/internal/scram"
+	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -91,6 +92,7 @@ const (
 
 // pgTemplate is one complete template, as its manifest says.
 type pgTemplate struct {
+	Service         string // whose data directory: PostgreSQL's
 	Key, Build, Sum string
 	Parts           int
 	uid             string // the manifest's UID, for a delete's precondition
@@ -192,10 +194,21 @@ func (p *Provider) pgTemplateInput(b *build) (pgTemplateInput, bool) {
 		return pgTemplateInput{}, false
 	}
 	c, feats := b.creds[pgsvc.Name], b.req.Features[pgsvc.Name]
-	run := postgresRun(img, f, c.AdminUser, feats, false)
+	st, err := pgStart(c, feats, p.cat.Allowed(pgsvc.Name), f)
+	if err != nil {
+		return pgTemplateInput{}, false
+	}
+	env := envVars(st.Env)
 	init := pgsvc.TemplateInitScript(c, feats, p.cat.Allowed(pgsvc.Name))
-	return pgTemplateInput{ref: img.Ref, facts: f, env: run.Env, args: run.Args, init: init, admin: c.AdminUser,
-		key: templateKey(p.templateSalt+id, f, run.Env, run.Args, init)}, true
+	return pgTemplateInput{ref: img.Ref, facts: f, env: env, args: st.Args, init: init, admin: c.AdminUser,
+		key: templateKey(p.templateSalt+id, f, env, st.Args, init)}, true
+}
+
+// pgStart is PostgreSQL's start without TLS: what a template is made
+// with, and the server's settings in single-user mode.
+func pgStart(c state.Credentials, feats, allowed []string, f imageFacts) (services.Start, error) {
+	return pgsvc.Service{}.Start(services.StartInput{Creds: c, Features: feats, Allowed: allowed, ImageEnv: f.env},
+		services.Placement{SecretDir: secretDir, DataRoot: dataRoot})
 }
 
 // ensureTemplate returns the template of in.key, building it when there is
@@ -288,9 +301,9 @@ func (p *Provider) findTemplate(ctx context.Context, key string) (*pgTemplate, e
 	if cm.Data["key"] != key || err != nil || n < 1 || cm.Data["sha256"] == "" || cm.Data["build"] == "" {
 		// Not a manifest of this key (a collision of the name's prefix,
 		// or damaged): treated as a bad build, replaced.
-		return &pgTemplate{Key: key, Build: "bad:" + string(cm.UID), uid: string(cm.UID)}, nil
+		return &pgTemplate{Service: pgsvc.Name, Key: key, Build: "bad:" + string(cm.UID), uid: string(cm.UID)}, nil
 	}
-	return &pgTemplate{Key: key, Build: cm.Data["build"], Sum: cm.Data["sha256"], Parts: n, uid: string(cm.UID)}, nil
+	return &pgTemplate{Service: pgsvc.Name, Key: key, Build: cm.Data["build"], Sum: cm.Data["sha256"], Parts: n, uid: string(cm.UID)}, nil
 }
 
 // removeTemplate deletes a template's manifest (only that one: its UID)
@@ -370,11 +383,11 @@ func (p *Provider) buildTemplate(ctx context.Context, in pgTemplateInput) (*pgTe
 	}
 	var archive bytes.Buffer
 	r := podRunner{p: p, pod: name, container: "keep"}
-	if err := r.Exec(ctx, "", []string{"tar", "-czf", "-", "-C", pgDataDir, "."}, &archive); err != nil {
+	if err := r.Exec(ctx, "", []string{"tar", "-czf", "-", "-C", pgDataDir(), "."}, &archive); err != nil {
 		return nil, fmt.Errorf("read the template's data directory: %w", err)
 	}
 	sum := sha256.Sum256(archive.Bytes())
-	t := &pgTemplate{Key: in.key, Build: build, Sum: hex.EncodeToString(sum[:])}
+	t := &pgTemplate{Service: pgsvc.Name, Key: in.key, Build: build, Sum: hex.EncodeToString(sum[:])}
 	data := archive.Bytes()
 	cms := p.cs.CoreV1().ConfigMaps(p.ns)
 	partLabels := map[string]string{LabelTemplate: pgsvc.Name, labelTemplateKey: in.key, labelTemplateBuild: build}
@@ -416,7 +429,7 @@ func (p *Provider) templateBuilderPod(meta metav1.ObjectMeta, in pgTemplateInput
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "files", MountPath: secretDir, ReadOnly: true},
-		{Name: "pgdata", MountPath: pgDataRoot},
+		{Name: "pgdata", MountPath: dataRoot},
 	}
 	for _, f := range []string{pgsvc.TemplateInitName, pgsvc.TemplateRevokeName, pgsvc.TemplateFinishName} {
 		mounts = append(mounts, corev1.VolumeMount{Name: "files", MountPath: path.Join(pgsvc.InitDir, f), SubPath: f, ReadOnly: true})
@@ -445,7 +458,7 @@ func (p *Provider) templateBuilderPod(meta metav1.ObjectMeta, in pgTemplateInput
 				{Name: "keep", Image: in.ref, ImagePullPolicy: corev1.PullIfNotPresent,
 					Command:         []string{"sleep", strconv.Itoa(int(templateBuildTimeout / time.Second))},
 					SecurityContext: sec, Resources: p.resources(),
-					VolumeMounts: []corev1.VolumeMount{{Name: "pgdata", MountPath: pgDataRoot}}},
+					VolumeMounts: []corev1.VolumeMount{{Name: "pgdata", MountPath: dataRoot}}},
 			},
 		},
 	}
@@ -457,24 +470,32 @@ func (p *Provider) templateBuilderPod(meta metav1.ObjectMeta, in pgTemplateInput
 // container runs the script with the image's entrypoint and command as
 // its arguments. The official images' entrypoint is docker-entrypoint.sh
 // on the PATH; a pod spec cannot read an image's ENTRYPOINT.
-func (p *Provider) fromTemplate(b *build, run *serviceRun, data map[string][]byte, c state.Credentials, appVerifier string) error {
+func (p *Provider) fromTemplate(b *build, run *serviceRun, data map[string][]byte, c state.Credentials) error {
 	t := b.tpl
 	adminVerifier, err := scram.Verifier(c.AdminPassword.Reveal())
 	if err != nil {
 		return err
 	}
-	b.scrub.Add(state.Secret(adminVerifier))
+	appVerifier, err := scram.Verifier(c.Password.Reveal())
+	if err != nil {
+		return err
+	}
+	b.scrub.Add(state.Secret(adminVerifier), state.Secret(appVerifier))
 	if p.onSecrets != nil {
-		p.onSecrets(adminVerifier)
+		p.onSecrets(adminVerifier, appVerifier)
 	}
 	sessions := pgsvc.TemplateSessions(c, adminVerifier, appVerifier)
 	files := []string{path.Join(secretDir, keyTemplateSession)}
 	data[keyTemplateSession] = sessions[0].SQL
-	single := postgresRun(b.images[pgsvc.Name], b.facts[pgsvc.Name], c.AdminUser, b.req.Features[pgsvc.Name], false).Args[1:]
-	data[keyTemplateStart] = pgsvc.TemplateArchiveStartScript(t.Key, t.Sum, sessions, files, single)
+	st, err := pgStart(c, b.req.Features[pgsvc.Name], p.cat.Allowed(pgsvc.Name), b.facts[pgsvc.Name])
+	if err != nil {
+		return err
+	}
+	data[keyTemplateStart] = pgsvc.TemplateArchiveStartScript(t.Key, t.Sum, sessions, files, st.Args[1:])
 	run.Command = []string{"/bin/sh", path.Join(secretDir, keyTemplateStart)}
 	run.Args = append([]string{"docker-entrypoint.sh"}, run.Args...)
-	run.SecretKeys = []string{keyTemplateStart, keyTemplateSession}
+	run.Keys = append(run.Keys, keyTemplateStart, keyTemplateSession)
+	slices.Sort(run.Keys)
 	proj := &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o444)}
 	for i := range t.Parts {
 		proj.Sources = append(proj.Sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
@@ -489,15 +510,19 @@ func (p *Provider) fromTemplate(b *build, run *serviceRun, data map[string][]byt
 	return nil
 }
 
-// templateDamaged reports whether the pod's PostgreSQL container ended
+// pgDataDir is PostgreSQL's data directory in its pod (pgsvc.Service's
+// Start puts it under the data root).
+func pgDataDir() string { return path.Join(dataRoot, "pgdata") }
+
+// templateDamaged reports whether the pod's container of service ended
 // because its template could not be used.
-func (p *Provider) templateDamaged(ctx context.Context, name string) bool {
+func (p *Provider) templateDamaged(ctx context.Context, name, service string) bool {
 	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return false
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; cs.Name == pgsvc.Name && t != nil && t.ExitCode == pgsvc.TemplateDamaged {
+		if t := cs.State.Terminated; cs.Name == service && t != nil && t.ExitCode == pgsvc.TemplateDamaged {
 			return true
 		}
 	}

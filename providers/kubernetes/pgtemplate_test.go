@@ -90,7 +90,7 @@ func TestTemplateOnKubernetes(t *testing.T) {
 	}
 	b := &build{req: apply.CreateRequest{Features: pgOnly}, facts: map[string]imageFacts{}, images: map[string]config.Image{},
 		creds: map[string]state.Credentials{"postgres": recs[0].Credentials["postgres"]}}
-	img, err := p1.imageFor("postgres", "", nil)
+	img, err := p1.cfg.ImageForRef("postgres", "", nil)
 	mustf(t, err, "image")
 	b.images["postgres"] = img
 	b.facts["postgres"], err = p1.imageFacts(ctxFor(t, time.Minute), "postgres", img)

@@ -32,7 +32,7 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	lineage := newLineage(t, p)
 	ctx := ctxFor(t, 20*time.Minute)
 	for _, svc := range []string{"postgres", "redis"} {
-		img, _ := p.imageFor(svc, "", nil)
+		img, _ := p.cfg.ImageForRef(svc, "", nil)
 		if _, err := p.imageFacts(ctx, svc, img); err != nil {
 			t.Fatalf("inspect on the real node: %v", err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/providers/kubernetes/internal/kubeclient/kubeclienttest"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -149,7 +150,7 @@ func TestInstanceObjects(t *testing.T) {
 			}
 		}
 	}
-	if string(secret.Data[keyPGPassword]) != b.creds["postgres"].AdminPassword.Reveal() {
+	if string(secret.Data[pgsvc.PasswordFile]) != b.creds["postgres"].AdminPassword.Reveal() {
 		t.Error("the Secret lacks the admin password file")
 	}
 	spec := pod.Spec

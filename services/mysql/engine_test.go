@@ -13,13 +13,19 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sandboxer/sandboxer/internal/certs"
-	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/services/internal/enginetest"
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// Service is what every runtime asks of a service.
-var _ services.Service = Service{}
+// Service has the first methods of services.Service; the rest (Start,
+// Ready, Prober, Rotate, Data, SnapshotFormat, NamesDatabase) come with
+// its wiring into the catalogue (docs/services-mysql-valkey.md).
+var _ interface {
+	Name() string
+	Port() int
+	Account() string
+	StartRank() int
+} = Service{}
 
 // testImage is the local image images/build.sh mysql makes.
 const testImage = "sandboxer.local/mysql:11.8"
