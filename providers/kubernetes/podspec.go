@@ -122,10 +122,6 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: templateVolume, VolumeSource: corev1.VolumeSource{Projected: r.Projected}})
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: templateVolume, MountPath: pgsvc.TemplateMount, ReadOnly: true})
 		}
-		if r.Projected != nil {
-			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: templateVolume, VolumeSource: corev1.VolumeSource{Projected: r.Projected}})
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: templateVolume, MountPath: pgsvc.TemplateMount, ReadOnly: true})
-		}
 		if withTLS {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: tlsDir, SubPath: r.Name, ReadOnly: true})
 		}
