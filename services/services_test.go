@@ -28,10 +28,16 @@ func TestCatalogue(t *testing.T) {
 		if !ok || f.Name == "" || f.Ext == "" || f != s.SnapshotFormat() {
 			t.Errorf("%s: snapshot format %+v, %v", n, f, ok)
 		}
-		if other, dup := exts[f.Ext]; dup {
-			t.Errorf("%s and %s share the snapshot extension %s", n, other, f.Ext)
+		// A snapshot file is named service+Ext: services may share a
+		// format (Valkey reads Redis's key dump), but one extension
+		// never means two formats.
+		if other, dup := exts[f.Ext]; dup && other != f.Name {
+			t.Errorf("%s's extension %s is format %s's too", n, f.Ext, other)
 		}
-		exts[f.Ext] = n
+		exts[f.Ext] = f.Name
+		if _, ok := s.(services.ModuleLoader); ok != (n == "redis" || n == "valkey") {
+			t.Errorf("%s: a module loader is %v", n, ok)
+		}
 		if p := s.Prober(); p == nil {
 			t.Errorf("%s has no prober", n)
 		} else {
