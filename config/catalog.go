@@ -43,9 +43,13 @@ func DefaultCatalog() *Catalog {
 		{Name: "uuid-ossp"}, {Name: "vector"},
 	}
 	redis := []Feature{{Name: "bloom"}, {Name: "json"}, {Name: "search"}}
+	// Valkey's modules (valkey-bloom, valkey-json, valkey-search: those
+	// of valkey/valkey-bundle); services/valkey.Allowed is the same list.
+	valkey := []Feature{{Name: "bloom"}, {Name: "json"}, {Name: "search"}}
 	return &Catalog{services: []ServiceSpec{
 		{Name: "postgres", Features: pg},
 		{Name: "redis", Features: redis},
+		{Name: "valkey", Features: valkey},
 	}}
 }
 

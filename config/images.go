@@ -33,6 +33,10 @@ func DefaultImages() []DefaultImage {
 		// search, JSON, bloom (and time series, not on the allowlist) are
 		// built in and loaded by the image's entrypoint.
 		{Service: "redis", Ref: "redis:8", Extras: []string{"bloom", "json", "search"}},
+		// valkey/valkey has no module; the bundle loads valkey-bloom,
+		// valkey-json and valkey-search by itself.
+		{Service: "valkey", Ref: "valkey/valkey:8"},
+		{Service: "valkey", Ref: "valkey/valkey-bundle:8", Extras: []string{"bloom", "json", "search"}},
 	}
 }
 

@@ -30,6 +30,8 @@ func ServiceURLShape(service string) (URLShape, bool) {
 		{"postgres", URLShape{Scheme: "postgres", DatabasePath: true, Query: "sslmode=disable",
 			TLSQuery: "sslmode=verify-full", CAFileParam: "sslrootcert"}},
 		{"redis", URLShape{Scheme: "redis", TLSScheme: "rediss", Path: "/0"}},
+		// Valkey clients read the Redis scheme (services/valkey.URL).
+		{"valkey", URLShape{Scheme: "redis", TLSScheme: "rediss", Path: "/0"}},
 	}
 	for _, s := range shapes {
 		if s.service == service {

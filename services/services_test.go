@@ -1,9 +1,13 @@
 package services_test
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/services"
+	"github.com/sandboxer/sandboxer/services/valkey"
+	"github.com/sandboxer/sandboxer/state"
 )
 
 // The catalogue: every service is found by its name, and what the
@@ -28,10 +32,16 @@ func TestCatalogue(t *testing.T) {
 		if !ok || f.Name == "" || f.Ext == "" || f != s.SnapshotFormat() {
 			t.Errorf("%s: snapshot format %+v, %v", n, f, ok)
 		}
-		if other, dup := exts[f.Ext]; dup {
-			t.Errorf("%s and %s share the snapshot extension %s", n, other, f.Ext)
+		// A snapshot file is named service+Ext: services may share a
+		// format (Valkey reads Redis's key dump), but one extension
+		// never means two formats.
+		if other, dup := exts[f.Ext]; dup && other != f.Name {
+			t.Errorf("%s's extension %s is format %s's too", n, f.Ext, other)
 		}
-		exts[f.Ext] = n
+		exts[f.Ext] = f.Name
+		if _, ok := s.(services.ModuleLoader); ok != (n == "redis" || n == "valkey") {
+			t.Errorf("%s: a module loader is %v", n, ok)
+		}
 		if p := s.Prober(); p == nil {
 			t.Errorf("%s has no prober", n)
 		} else {
@@ -46,5 +56,34 @@ func TestCatalogue(t *testing.T) {
 	}
 	if _, ok := services.SnapshotFormats("nosuch"); ok {
 		t.Error("a snapshot format for a service that is not in the catalogue")
+	}
+}
+
+// config holds the catalogue's data half (allowlist, URL shape, default
+// images) because it sits below services: every service here is there,
+// with the feature list its package allows.
+func TestCatalogueData(t *testing.T) {
+	cat := config.DefaultCatalog()
+	for _, s := range services.All() {
+		n := s.Name()
+		if cat.CheckService(n) != nil {
+			t.Errorf("%s is not in config's catalogue", n)
+		}
+		if _, ok := config.ServiceURLShape(n); !ok {
+			t.Errorf("%s has no URL shape in config", n)
+		}
+		if len(config.DefaultImagesOf(n)) == 0 {
+			t.Errorf("%s has no default image in config", n)
+		}
+	}
+	if got := cat.Allowed("valkey"); !slices.Equal(got, valkey.Allowed()) {
+		t.Errorf("config allows valkey %v, services/valkey %v", got, valkey.Allowed())
+	}
+	if shape, _ := config.ServiceURLShape("valkey"); shape.Scheme != "redis" || shape.TLSScheme != "rediss" {
+		t.Errorf("valkey URL shape %+v, want the Redis scheme", shape)
+	}
+	c := state.Credentials{Host: "127.0.0.1", Port: 6379, User: "app", Password: "p@ss"}
+	if got, want := c.URL("valkey"), valkey.URL(c, c.Host, c.Port); got != want {
+		t.Errorf("state's valkey URL %s, services/valkey's %s", got, want)
 	}
 }

@@ -74,13 +74,25 @@ func cmdPgCheck(ts *testscript.TestScript, neg bool, args []string) {
 //
 //	redischeck ENVJSON [CMD...]
 func cmdRedisCheck(ts *testscript.TestScript, neg bool, args []string) {
+	redisProtocolCheck(ts, neg, "redis", args)
+}
+
+// cmdValkeyCheck is redischeck for the valkey service (its URL is in
+// the Redis scheme; go-redis speaks to it).
+//
+//	valkeycheck ENVJSON [CMD...]
+func cmdValkeyCheck(ts *testscript.TestScript, neg bool, args []string) {
+	redisProtocolCheck(ts, neg, "valkey", args)
+}
+
+func redisProtocolCheck(ts *testscript.TestScript, neg bool, service string, args []string) {
 	if len(args) < 1 {
-		ts.Fatalf("usage: redischeck ENVJSON [CMD...]")
+		ts.Fatalf("usage: %scheck ENVJSON [CMD...]", service)
 	}
 	env := envFile(ts, args[0])
-	opts, err := redis.ParseURL(env["SANDBOXER_REDIS_URL"])
+	opts, err := redis.ParseURL(env["SANDBOXER_"+strings.ToUpper(service)+"_URL"])
 	ts.Check(err)
-	if pool := caPool(ts, env, "redis"); pool != nil && opts.TLSConfig != nil {
+	if pool := caPool(ts, env, service); pool != nil && opts.TLSConfig != nil {
 		opts.TLSConfig.RootCAs = pool // rediss://: trust the sandbox's CA
 	}
 	opts.MaxRetries = -1
@@ -99,7 +111,7 @@ func cmdRedisCheck(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		err = client.Do(ctx, words...).Err()
 	}
-	expect(ts, "redischeck", neg, err)
+	expect(ts, service+"check", neg, err)
 }
 
 // cmdLabelled asserts how many containers, networks and volumes carry the state

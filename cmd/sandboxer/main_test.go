@@ -87,16 +87,17 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: mergeCmds(policyCmds(), mergeCmds(kubeCmds(), mergeCmds(replicaCmds(), mergeCmds(backendCmds(), mergeCmds(reachCmds(), mergeCmds(stateCmds(), mergeCmds(onDemandCmds(), map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"seedstate":  cmdSeedState,
-			"agestate":   cmdAgeState,
-			"holdlock":   cmdHoldLock,
-			"pgcheck":    cmdPgCheck,
-			"redischeck": cmdRedisCheck,
-			"labelled":   cmdLabelled,
-			"dockerrm":   cmdDockerRm,
-			"saveenv":    cmdSaveEnv,
-			"nosecrets":  cmdNoSecrets,
-			"capsclaim":  cmdCapsClaim,
+			"seedstate":   cmdSeedState,
+			"agestate":    cmdAgeState,
+			"holdlock":    cmdHoldLock,
+			"pgcheck":     cmdPgCheck,
+			"redischeck":  cmdRedisCheck,
+			"valkeycheck": cmdValkeyCheck,
+			"labelled":    cmdLabelled,
+			"dockerrm":    cmdDockerRm,
+			"saveenv":     cmdSaveEnv,
+			"nosecrets":   cmdNoSecrets,
+			"capsclaim":   cmdCapsClaim,
 		}))))))),
 	})
 }

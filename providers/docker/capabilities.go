@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/providers/internal/kit"
+	"github.com/sandboxer/sandboxer/services"
 )
 
 // capabilityFormat versions what an inspection finds and how it is cached;
@@ -26,7 +27,7 @@ type imageFacts struct {
 	plan.ImageCapabilities
 	// Owner is the user the service runs as in the image (serviceuser.go).
 	Owner fileOwner `json:"owner"`
-	// SelfLoaded lists the redis features whose module the image loads
+	// SelfLoaded lists the module features (Redis, Valkey) the image loads
 	// by itself, as redis:8's entrypoint does for every module it ships:
 	// a second --loadmodule of one aborts start-up.
 	SelfLoaded []string `json:"self_loaded,omitempty"`
@@ -72,11 +73,13 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 	v, err, _ := p.caps.flight.Do(key, func() (any, error) {
 		var f imageFacts
 		var err error
-		switch service {
-		case "postgres":
+		s, _ := services.Lookup(service)
+		ml, modules := s.(services.ModuleLoader)
+		switch {
+		case service == "postgres":
 			f, err = p.postgresCapabilities(ctx, ref, ii)
-		case "redis":
-			f, err = p.redisCapabilities(ctx, img, ii)
+		case modules:
+			f, err = p.moduleCapabilities(ctx, s, ml, img, ii)
 		default:
 			return nil, fmt.Errorf("service %s is not supported by the docker provider", service)
 		}

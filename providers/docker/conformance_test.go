@@ -3,6 +3,7 @@ package docker
 import (
 	"testing"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/providers/providertest"
 )
 
@@ -14,5 +15,17 @@ func TestConformance(t *testing.T) {
 		lineage := newLineage(t, p)
 		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
 		return providertest.Subject{Provider: p, Lineage: lineage}
+	})
+}
+
+// TestConformanceValkey runs the suite with valkey alone: service four
+// through nothing of the runtime's own.
+func TestConformanceValkey(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) providertest.Subject {
+		p, _ := newTestProvider(t)
+		requireValkeyImage(t, p)
+		lineage := newLineage(t, p)
+		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
+		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"valkey": {}}}
 	})
 }

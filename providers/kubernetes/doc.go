@@ -5,7 +5,7 @@
 // each service is (the files, args and env its container starts with,
 // its readiness and feature checks, its prober, its data mover), so no
 // service logic lives here but the inspection of an image (inspect.go,
-// inspect_redis.go). What it does as the Docker runtime does is in
+// inspect_modules.go). What it does as the Docker runtime does is in
 // providers/internal/kit.
 //
 // What a sandbox is on Kubernetes (one instance; all objects share one

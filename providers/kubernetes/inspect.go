@@ -32,7 +32,7 @@ import (
 // the service user's uid and gid (`id`), the image's environment, and for
 // PostgreSQL the extension control files (`tar -cf -`). Redis modules are
 // found by loading them in a second pod that runs the server as a sandbox
-// would (redisModules). The pods are labelled LabelInspect, never
+// would (moduleFeatures). The pods are labelled LabelInspect, never
 // managed, and bounded by activeDeadlineSeconds, so one a killed run left
 // dies by itself; the next Check deletes it.
 const (
@@ -73,8 +73,10 @@ func (p *Provider) inspect(ctx context.Context, service string, img config.Image
 	if err != nil {
 		return imageFacts{}, "", fmt.Errorf("image %s: %w", img.Ref, err)
 	}
-	switch service {
-	case pgsvc.Name:
+	s, _ := services.Lookup(service)
+	ml, modules := s.(services.ModuleLoader)
+	switch {
+	case service == pgsvc.Name:
 		allowed := p.cat.Allowed(service)
 		var versions map[string]string
 		err := retryCut(ctx, "read the extensions of image "+img.Ref, name, func() (err error) {
@@ -91,8 +93,8 @@ func (p *Provider) inspect(ctx context.Context, service string, img config.Image
 				f.Features[e] = v
 			}
 		}
-	case "redis":
-		if err := p.redisModules(ctx, img, &f); err != nil {
+	case modules:
+		if err := p.moduleFeatures(ctx, s, ml, img, &f); err != nil {
 			return imageFacts{}, "", fmt.Errorf("image %s: %w", img.Ref, err)
 		}
 	default:

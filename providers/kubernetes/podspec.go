@@ -35,7 +35,7 @@ const (
 // files (services.Start.Files). Each service's container mounts only its
 // own keys (secretItems), so Redis never sees PostgreSQL's admin
 // password.
-const keyRedisACL = redissvc.ACLFileName // the inspection pod's (inspect_redis.go)
+const keyRedisACL = redissvc.ACLFileName // the redis ACL file's key in a secret
 
 // terminationGrace is short: a sandbox holds nothing worth a graceful
 // shutdown, and a pod delete waits for it (the default 30 s made every

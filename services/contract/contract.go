@@ -124,3 +124,22 @@ type Start struct {
 	// NeedsData: the service keeps its data under Placement.DataRoot.
 	NeedsData bool
 }
+
+// ModuleLoader is a service whose features are server modules loaded the
+// Redis way (--loadmodule at start, MODULE LOAD, INFO modules; the Redis
+// protocol, ACL file and users): a runtime finds what an image of it
+// provides by starting a throwaway server of the image whose admin may
+// MODULE LOAD, and asking it. Redis and Valkey are such services; a
+// runtime asks for this interface instead of branching on their names.
+type ModuleLoader interface {
+	// InspectStart is the throwaway server's start: c's admin the only
+	// user that can log in, MODULE LOAD on for it, nothing persisted,
+	// files placed in secretDir.
+	InspectStart(c state.Credentials, secretDir string) Start
+	// FeatureVersion is the version of feature's module among loaded
+	// (INFO modules' name → version); false when it is not loaded.
+	FeatureVersion(loaded map[string]string, feature string) (string, bool)
+	// ModulesHint says how to make a missing module available, for a
+	// runtime's provider block label ("docker", "kubernetes").
+	ModulesHint(runtime string) string
+}

@@ -19,6 +19,20 @@ import (
 // replace that works). runtime names the provider block for the hint
 // ("docker", "kubernetes").
 func Verify(ctx context.Context, c state.Credentials, tlsConf *tls.Config, imageRef, runtime string, feats, allowed []string, seen map[string]string) (map[string]string, error) {
+	return VerifyModules(ctx, c, tlsConf, Name, ModuleNames, imageRef, runtime, feats, allowed, seen)
+}
+
+// VerifyModules is Verify for a server of the Redis family (service, its
+// feature → module names): Valkey's modules report other names.
+func VerifyModules(ctx context.Context, c state.Credentials, tlsConf *tls.Config, service string, names func(string) []string, imageRef, runtime string, feats, allowed []string, seen map[string]string) (map[string]string, error) {
+	version := func(loaded map[string]string, feature string) (string, bool) {
+		for _, n := range names(feature) {
+			if v, ok := loaded[n]; ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
 	admin := Client(c.Host, c.Port, c.AdminUser, c.AdminPassword, tlsConf)
 	defer admin.Close()
 	loadedVersions, err := ModuleVersions(ctx, admin)
@@ -31,15 +45,15 @@ func Verify(ctx context.Context, c state.Credentials, tlsConf *tls.Config, image
 		available = map[string]string{}
 	}
 	for _, f := range allowed {
-		if v, ok := ModuleVersion(loadedVersions, f); ok {
+		if v, ok := version(loadedVersions, f); ok {
 			available[f] = v
 		}
 	}
 	for _, f := range feats {
-		if _, ok := ModuleVersion(loadedVersions, f); !ok {
-			return nil, fmt.Errorf("redis image %q does not provide feature %q: module %s is not loaded (loaded modules: %s); "+
-				"set provider %q { image \"redis\" { modules = { %s = \"/path/to/module.so\" } } } or use an image that bundles it",
-				imageRef, f, strings.Join(ModuleNames(f), "/"), listOrNone(loaded), runtime, f)
+		if _, ok := version(loadedVersions, f); !ok {
+			return nil, fmt.Errorf("%s image %q does not provide feature %q: module %s is not loaded (loaded modules: %s); "+
+				"set provider %q { image %q { modules = { %s = \"/path/to/module.so\" } } } or use an image that bundles it",
+				service, imageRef, f, strings.Join(names(f), "/"), listOrNone(loaded), runtime, service, f)
 		}
 	}
 	if _, err := RestrictModuleCommands(ctx, admin, c.User, loaded); err != nil {

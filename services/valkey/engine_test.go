@@ -14,20 +14,15 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sandboxer/sandboxer/internal/certs"
+	"github.com/sandboxer/sandboxer/services/contract"
 	"github.com/sandboxer/sandboxer/services/internal/enginetest"
 	"github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// Service has the first methods of services.Service; the rest (Start,
-// Ready, Prober, Rotate, Data, SnapshotFormat, NamesDatabase) come with
-// its wiring into the catalogue (docs/services-mysql-valkey.md).
-var _ interface {
-	Name() string
-	Port() int
-	Account() string
-	StartRank() int
-} = Service{}
+// Service is a contract.ModuleLoader (services.Service itself is
+// checked in package services, which imports this one).
+var _ contract.ModuleLoader = Service{}
 
 // testImage is the local image images/build.sh valkey makes.
 const testImage = "sandboxer.local/valkey:8"

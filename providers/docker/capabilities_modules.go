@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,47 +17,49 @@ import (
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/services"
 )
 
-// redisPort is the port of the inspection container (the image's).
-const redisPort = nat.Port("6379/tcp")
-
-// redisCapabilities finds which allowed features a redis image can
-// provide by loading them, not by looking for files: a module file can be
-// missing, built for another Redis or another CPU, and a module the image
-// loads by itself (redis:8) has no configured path. It starts the image
-// the way a sandbox starts it (so an entrypoint that adds --loadmodule does
-// so here too), reads which modules are loaded, then MODULE LOADs each
-// configured module that is not, and keeps the versions the server reports.
-// The server is throwaway: its admin is the only user, MODULE is enabled
-// for it, and the container is removed before returning.
-func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii image.InspectResponse) (imageFacts, error) {
+// moduleCapabilities finds which allowed features an image of a service
+// whose features are Redis-style modules (services.ModuleLoader: Redis,
+// Valkey) can provide by loading them, not by looking for files: a module
+// file can be missing, built for another server or another CPU, and a
+// module the image loads by itself (redis:8, valkey-bundle) has no
+// configured path. It starts the image the way a sandbox starts it (so an
+// entrypoint that adds --loadmodule does so here too), reads which modules
+// are loaded, then MODULE LOADs each configured module that is not, and
+// keeps the versions the server reports. The server is throwaway: its
+// admin is the only user, MODULE is enabled for it, and the container is
+// removed before returning.
+func (p *Provider) moduleCapabilities(ctx context.Context, s services.Service, ml services.ModuleLoader, img config.Image, ii image.InspectResponse) (imageFacts, error) {
 	ref := img.Ref
-	creds, err := p.newCredentials([]string{"redis"}, "")
+	svc := s.Name()
+	creds, err := p.newCredentials([]string{svc}, "")
 	if err != nil {
 		return imageFacts{}, err
 	}
-	c := creds["redis"]
+	c := creds[svc]
+	st := ml.InspectStart(c, secretDir)
+	port := nat.Port(fmt.Sprintf("%d/tcp", s.Port()))
 	id, remove, err := p.createInspection(ctx, inspectSpec{
 		Image: ref,
-		Cmd: []string{"redis-server",
-			"--aclfile", secretPath(redissvc.ACLFileName),
-			"--save", "", "--appendonly", "no",
-			"--enable-module-command", "yes",
-			"--enable-debug-command", "no",
-		},
-		Port:  redisPort,
+		Cmd:   st.Args,
+		Port:  port,
 		Tmpfs: tmpfsMounts(ii),
 	})
 	if err != nil {
 		return imageFacts{}, err
 	}
 	defer remove()
-	owner, err := p.readOwner(ctx, id, "redis", ii)
+	owner, err := p.readOwner(ctx, id, svc, ii)
 	if err != nil {
 		return imageFacts{}, err
 	}
-	if err := p.copyFiles(ctx, id, owner, containerFile{Path: secretPath(redissvc.ACLFileName), Content: redissvc.ACLFile(c), Mode: 0o600}); err != nil {
+	var files []containerFile
+	for _, name := range slices.Sorted(maps.Keys(st.Files)) {
+		files = append(files, containerFile{Path: secretPath(name), Content: st.Files[name], Mode: 0o600})
+	}
+	if err := p.copyFiles(ctx, id, owner, files...); err != nil {
 		return imageFacts{}, fmt.Errorf("copy ACL file: %w", err)
 	}
 	if err := p.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
@@ -65,26 +69,25 @@ func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii i
 	if err != nil {
 		return imageFacts{}, p.engineErr("inspect container", err)
 	}
-	if c.Port, err = publishedPort(ci, redisPort); err != nil {
+	if c.Port, err = publishedPort(ci, port); err != nil {
 		return imageFacts{}, err
 	}
 	err = p.waitReady(ctx, id, p.readyTimeout(), func(ctx context.Context) error {
 		return redissvc.Ping(ctx, c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
 	})
 	if err != nil {
-		return imageFacts{}, fmt.Errorf("redis-server of image %s did not start: %w", ref, err)
+		return imageFacts{}, fmt.Errorf("the %s server of image %s did not start: %w", svc, ref, err)
 	}
 	admin := redissvc.Client(c.Host, c.Port, c.AdminUser, c.AdminPassword, nil)
 	defer admin.Close()
-	ic := plan.ImageCapabilities{Features: map[string]string{},
-		Hint: `set provider "docker" { image "redis" { modules = { FEATURE = "/path/to/module.so" } } } to a module the image has, or use an image that bundles it (redis:8)`}
+	ic := plan.ImageCapabilities{Features: map[string]string{}, Hint: ml.ModulesHint("docker")}
 	loaded, err := redissvc.ModuleVersions(ctx, admin)
 	if err != nil {
 		return imageFacts{}, fmt.Errorf("list loaded modules: %w", err)
 	}
 	facts := imageFacts{Owner: owner}
-	for _, f := range p.cat.Allowed("redis") {
-		if _, ok := redissvc.ModuleVersion(loaded, f); ok {
+	for _, f := range p.cat.Allowed(svc) {
+		if _, ok := ml.FeatureVersion(loaded, f); ok {
 			facts.SelfLoaded = append(facts.SelfLoaded, f)
 			continue
 		}
@@ -102,8 +105,8 @@ func (p *Provider) redisCapabilities(ctx context.Context, img config.Image, ii i
 	if loaded, err = redissvc.ModuleVersions(ctx, admin); err != nil {
 		return imageFacts{}, fmt.Errorf("list loaded modules: %w", err)
 	}
-	for _, f := range p.cat.Allowed("redis") {
-		if v, ok := redissvc.ModuleVersion(loaded, f); ok {
+	for _, f := range p.cat.Allowed(svc) {
+		if v, ok := ml.FeatureVersion(loaded, f); ok {
 			ic.Features[f] = v
 			delete(ic.Unusable, f)
 		}
