@@ -37,7 +37,7 @@ func BenchmarkColdCreate(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			if err := p.deleteInstance(ctx, c.Resources.Pod); err != nil {
+			if err := p.deleteInstance(ctx, c.Resources.Pod, instanceKinds...); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -59,7 +59,7 @@ func BenchmarkColdCreate(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			if err := p.deleteInstance(ctx, pod.Name); err != nil {
+			if err := p.deleteInstance(ctx, pod.Name, instanceKinds...); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()

@@ -80,20 +80,21 @@ func TestInClusterClientsByServiceName(t *testing.T) {
 		{testRedisImage(), fmt.Sprintf(`read -r REDISCLI_AUTH; export REDISCLI_AUTH; redis-cli -h %s -p %d --user %s --no-auth-warning PING`,
 			rc.NetworkHost, rc.NetworkPort, rc.User), rc.Password.Reveal(), "PONG"},
 	} {
-		out := runClientPod(t, ctx, p, rec.Resources.Pod, tc.image, tc.script, tc.secret)
+		out := runClientPod(t, ctx, p, sharedName(lineage), tc.image, tc.script, tc.secret)
 		if strings.TrimSpace(out) != tc.want {
 			t.Errorf("client of %s printed %q, want %q", tc.image, out, tc.want)
 		}
 	}
 }
 
-// runClientPod runs script in a client pod of the sandbox (labelled as
-// its client, so its NetworkPolicy admits it), with stdin as its input.
-func runClientPod(t *testing.T, ctx context.Context, p *Provider, sandbox, image, script, stdin string) string {
+// runClientPod runs script in a client pod of a lineage's sandboxes
+// (labelled as its client, clientOf the lineage's shared name, so its
+// NetworkPolicy admits it), with stdin as its input.
+func runClientPod(t *testing.T, ctx context.Context, p *Provider, clientOf, image, script, stdin string) string {
 	t.Helper()
 	name := "sbx-client-" + randomSuffix()
 	pod := p.inspectionPod(name, image, []string{"sleep", "120"}, nil)
-	pod.Labels = map[string]string{LabelClientOf: sandbox, LabelInspect: "true"}
+	pod.Labels = map[string]string{LabelClientOf: clientOf, LabelInspect: "true"}
 	if _, err := p.runInspection(ctx, pod, nil); err != nil {
 		t.Fatalf("client pod: %v", err)
 	}
@@ -144,17 +145,32 @@ func TestNoSecretsInSpecsOrEvents(t *testing.T) {
 	name := rec.Resources.Pod
 	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, name, metav1.GetOptions{})
 	mustf(t, err, "get pod")
-	svc, err := p.cs.CoreV1().Services(p.ns).Get(ctx, name, metav1.GetOptions{})
-	mustf(t, err, "get service")
-	np, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).Get(ctx, name, metav1.GetOptions{})
-	mustf(t, err, "get networkpolicy")
+	// The lineage's shared Service and NetworkPolicy (none of the
+	// sandbox's own any more): no secret, no owner (they outlive any one
+	// sandbox), labelled as shared.
+	svc, err := p.cs.CoreV1().Services(p.ns).Get(ctx, sharedName(lineage), metav1.GetOptions{})
+	mustf(t, err, "get the shared service")
+	np, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).Get(ctx, sharedName(lineage), metav1.GetOptions{})
+	mustf(t, err, "get the shared networkpolicy")
 	for what, obj := range map[string]any{"pod": pod, "service": svc, "networkpolicy": np} {
 		b, _ := json.Marshal(obj)
 		secrets.assertNoSecret(t, what, string(b))
 		if what != "pod" {
-			if len(obj.(metav1.Object).GetOwnerReferences()) != 1 {
-				t.Errorf("%s has no owner reference to the pod", what)
+			m := obj.(metav1.Object)
+			if len(m.GetOwnerReferences()) != 0 || m.GetLabels()[LabelShared] != "true" {
+				t.Errorf("shared %s: owners %v, labels %v", what, m.GetOwnerReferences(), m.GetLabels())
 			}
+		}
+	}
+	for _, kind := range []string{"services", "networkpolicies"} {
+		var err error
+		if kind == "services" {
+			_, err = p.cs.CoreV1().Services(p.ns).Get(ctx, name, metav1.GetOptions{})
+		} else {
+			_, err = p.cs.NetworkingV1().NetworkPolicies(p.ns).Get(ctx, name, metav1.GetOptions{})
+		}
+		if !isNotFound(err) {
+			t.Errorf("the sandbox has %s of its own (err %v)", kind, err)
 		}
 	}
 	sec, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, name, metav1.GetOptions{})

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -53,11 +51,13 @@ type build struct {
 	caFile    string
 }
 
-// dnsNames are the in-cluster names of the instance's Service, longest
-// (the one handed out) first.
+// dnsNames are the in-cluster names of the instance (its hostname in the
+// lineage's shared Service, shared.go), longest (the one handed out)
+// first.
 func (b *build) dnsNames() []string {
-	svc := b.name + "." + b.ns + ".svc"
-	return []string{svc + "." + clusterDomain, svc, b.name + "." + b.ns, b.name}
+	host := b.name + "." + sharedName(b.req.Lineage)
+	svc := host + "." + b.ns + ".svc"
+	return []string{svc + "." + clusterDomain, svc, host + "." + b.ns, host}
 }
 
 func (b *build) setCA(caPEM, file string) {
@@ -84,10 +84,13 @@ func (b *build) done(svc string, c state.Credentials, available map[string]strin
 	b.versions[svc] = available
 }
 
-// Create provisions one instance: its Secret, its pod with one container
-// per service, its headless Service and NetworkPolicy; ready once every
-// service answers its protocol probe with the handed-out credentials on
-// the pod's IP. On any failure it deletes everything it made (on a fresh
+// Create provisions one instance: its pod with one container per
+// service and its Secret, owned by the pod (the lineage's shared Service
+// and NetworkPolicy are made on its first Create, shared.go); ready once
+// every service answers its protocol probe with the handed-out
+// credentials on the pod's IP, which a watch of the pod (not a poll)
+// brings. That is two writes and one watch, three requests, per
+// sandbox. On any failure it deletes everything it made (on a fresh
 // context) and returns an error quoting the failing container's log,
 // scrubbed of secrets.
 //
@@ -170,21 +173,24 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 	return b, nil
 }
 
-// create makes the objects and waits for the services.
+// create makes the objects and waits for the services. The pod goes
+// first, the Secret it mounts right after with the pod as its owner (so
+// the garbage collector removes it should sandboxer not): the kubelet
+// mounts volumes only once the pod is scheduled and retries a Secret
+// that is not there yet, and one write less than patching the owner in
+// afterwards.
 func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error) {
-	secret, pod, runs, err := p.objects(b)
+	secret, pod, _, err := p.objects(b)
 	if err != nil {
 		return nil, err
 	}
 	if p.placePod != nil {
 		p.placePod(pod)
 	}
-	if err := p.createObject(ctx, b, "secrets", func(wctx context.Context) error {
-		_, err := p.cs.CoreV1().Secrets(p.ns).Create(wctx, secret, metav1.CreateOptions{})
-		return err
-	}, func(ctx context.Context) error { return p.deleteLeftovers(ctx, b) }); err != nil {
-		return nil, err
-	}
+	// The lineage's shared objects are off the path to ready: made (on
+	// first use only) while the pod is created.
+	shared := make(chan error, 1)
+	go func() { shared <- p.ensureShared(ctx, b.req.Lineage) }()
 	var made *corev1.Pod
 	if err := p.createObject(ctx, b, "pods", func(wctx context.Context) error {
 		var err error
@@ -193,12 +199,18 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 	}, func(ctx context.Context) error { return p.deleteLeftovers(ctx, b) }); err != nil {
 		return nil, err
 	}
+	secret.OwnerReferences = ownedByPod(made)
+	var sec *corev1.Secret
+	if err := p.createObject(ctx, b, "secrets", func(wctx context.Context) error {
+		var err error
+		sec, err = p.cs.CoreV1().Secrets(p.ns).Create(wctx, secret, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) error { return p.deleteLeftoverSecret(ctx, b) }); err != nil {
+		return nil, err
+	}
 	rctx, cancel := context.WithTimeout(ctx, p.readyTimeout())
 	defer cancel()
 	g, gctx := errgroup.WithContext(rctx)
-	// The Service, the NetworkPolicy and the Secret's owner reference are
-	// off the path to ready: made while the pod starts.
-	g.Go(func() error { return p.createDependents(gctx, b, made, runs) })
 	ipc := make(chan string, 1)
 	watchCtx, stopWatch := context.WithCancel(gctx)
 	defer stopWatch()
@@ -260,6 +272,9 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 		}
 		return nil, err
 	}
+	if err := <-shared; err != nil {
+		return nil, err
+	}
 	containers := map[string]string{}
 	for _, svc := range b.services {
 		containers[svc] = svc
@@ -271,6 +286,7 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 			Namespace:  p.ns,
 			Pod:        b.name,
 			Containers: containers,
+			Owned:      map[string]string{ownedPod: string(made.UID), ownedSecret: string(sec.UID)},
 		},
 		AvailableExtensions: b.available,
 		ExtensionVersions:   b.versions,
@@ -308,7 +324,10 @@ func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun,
 			return nil, nil, nil, fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
 		}
 	}
-	return secretSpec(meta, data), p.podSpec(meta, runs, b.withTLS, &runs[0]), runs, nil
+	pod := p.podSpec(meta, runs, b.withTLS, &runs[0])
+	// Its own DNS name in the lineage's shared Service.
+	pod.Spec.Hostname, pod.Spec.Subdomain = b.name, sharedName(b.req.Lineage)
+	return secretSpec(meta, data), pod, runs, nil
 }
 
 // createObject runs one create to completion (see apiWriteTimeout). An
@@ -345,36 +364,18 @@ func (p *Provider) deleteLeftovers(ctx context.Context, b *build) error {
 	if err == nil && !ownedBy(sec.ObjectMeta, b.req.Address) {
 		return fmt.Errorf("secret %s exists and is not labelled as sandboxer's for %s; refusing to remove it", b.name, b.req.Address)
 	}
-	return p.deleteInstance(ctx, b.name)
+	return p.deleteInstance(ctx, b.name, legacyKinds...)
 }
 
-// createDependents makes the Service and the NetworkPolicy, owned by the
-// pod, and makes the Secret (created before the pod, which mounts it)
-// owned by it too.
-func (p *Provider) createDependents(ctx context.Context, b *build, pod *corev1.Pod, runs []serviceRun) error {
-	meta := p.instanceMeta(b.req.Address, b.req.Lineage, b.req.Generation, b.name)
-	meta.OwnerReferences = ownedByPod(pod)
-	svc, np := serviceSpec(meta, runs), networkPolicySpec(meta, runs)
-	if err := p.createObject(ctx, b, "services", func(wctx context.Context) error {
-		_, err := p.cs.CoreV1().Services(p.ns).Create(wctx, svc, metav1.CreateOptions{})
-		return err
-	}, func(ctx context.Context) error { return p.deleteOne(ctx, kindService, b.name) }); err != nil {
-		return err
+// deleteLeftoverSecret deletes a Secret of the instance's name that
+// outlived its pod (the garbage collector had not come to it yet), after
+// checking it is labelled as the instance's.
+func (p *Provider) deleteLeftoverSecret(ctx context.Context, b *build) error {
+	sec, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, b.name, metav1.GetOptions{})
+	if err == nil && !ownedBy(sec.ObjectMeta, b.req.Address) {
+		return fmt.Errorf("secret %s exists and is not labelled as sandboxer's for %s; refusing to remove it", b.name, b.req.Address)
 	}
-	if err := p.createObject(ctx, b, "networkpolicies", func(wctx context.Context) error {
-		_, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).Create(wctx, np, metav1.CreateOptions{})
-		return err
-	}, func(ctx context.Context) error { return p.deleteOne(ctx, kindNetworkPolicy, b.name) }); err != nil {
-		return err
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": meta.OwnerReferences}})
-	if err != nil {
-		return err
-	}
-	if _, err := p.cs.CoreV1().Secrets(p.ns).Patch(ctx, b.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return p.apiErr("patch", "secrets", b.name, err)
-	}
-	return nil
+	return p.deleteOne(ctx, kindSecret, b.name)
 }
 
 // serviceReady waits for one service on the pod's IP, then checks its
@@ -419,7 +420,7 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	err := p.deleteInstance(cctx, b.name)
+	err := p.deleteInstance(cctx, b.name, instanceKinds...)
 	if b.caFile != "" {
 		if rerr := removeCAFiles(&state.Record{Credentials: map[string]state.Credentials{"ca": {CAFile: b.caFile}}}); rerr != nil {
 			err = errors.Join(err, rerr)

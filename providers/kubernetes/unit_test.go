@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -136,12 +138,13 @@ func TestInstanceObjects(t *testing.T) {
 		secrets = append(secrets, app.Reveal(), admin.Reveal())
 		b.creds[svc] = state.Credentials{User: appUser, Password: app, AdminUser: adminUser, AdminPassword: admin, Database: "app"}
 	}
-	secret, pod, runs, err := p.objects(b)
+	secret, pod, _, err := p.objects(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	specJSON, _ := json.Marshal(pod)
-	for _, obj := range []any{pod, serviceSpec(pod.ObjectMeta, runs), networkPolicySpec(pod.ObjectMeta, runs)} {
+	shared := p.sharedMeta(req.Lineage)
+	for _, obj := range []any{pod, p.sharedServiceSpec(shared, req.Lineage), p.sharedPolicySpec(shared, req.Lineage)} {
 		j, _ := json.Marshal(obj)
 		for _, s := range secrets {
 			if strings.Contains(string(j), s) {
@@ -197,6 +200,36 @@ func TestInstanceObjects(t *testing.T) {
 	}
 	if pod.Labels[LabelManaged] != "true" || pod.Labels[LabelGeneration] != "2" || pod.Annotations[AnnotationAddress] != "sandbox.ci" {
 		t.Errorf("labels %v annotations %v", pod.Labels, pod.Annotations)
+	}
+	// The pod joins the lineage's shared Service by hostname and
+	// subdomain; its handed-out DNS name is <pod>.<shared>.<ns>.svc.
+	svc := p.sharedServiceSpec(shared, req.Lineage)
+	if spec.Hostname != pod.Name || spec.Subdomain != svc.Name || svc.Name == pod.Name {
+		t.Errorf("hostname %q subdomain %q, shared Service %q", spec.Hostname, spec.Subdomain, svc.Name)
+	}
+	for k, v := range svc.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("the shared Service selects %s=%s; the pod has %q", k, v, pod.Labels[k])
+		}
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("shared Service: %+v", svc.Spec)
+	}
+	if want := pod.Name + "." + svc.Name + "." + p.ns + ".svc.cluster.local"; b.dnsNames()[0] != want {
+		t.Errorf("DNS name %q, want %q", b.dnsNames()[0], want)
+	}
+	if len(secret.OwnerReferences) != 0 {
+		t.Errorf("the Secret is owned before the pod exists: %v", secret.OwnerReferences)
+	}
+	np := p.sharedPolicySpec(shared, req.Lineage)
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		if pod.Labels[k] != v {
+			t.Errorf("the shared NetworkPolicy selects %s=%s; the pod has %q", k, v, pod.Labels[k])
+		}
+	}
+	other := p.sharedServiceSpec(p.sharedMeta("another-lineage"), "another-lineage")
+	if other.Name == svc.Name || other.Spec.Selector[LabelLineage] == svc.Spec.Selector[LabelLineage] {
+		t.Errorf("two lineages share %s", svc.Name)
 	}
 }
 
@@ -262,5 +295,49 @@ current-context: x
 	_, err = New(context.Background(), &config.Provider{Kubeconfig: kc, Context: "nope"}, testCatalog(t))
 	if err == nil || !strings.Contains(err.Error(), `no context "nope"`) {
 		t.Errorf("New with an unknown context: %v", err)
+	}
+}
+
+// A lineage's shared Service and NetworkPolicy are made once however many
+// Creates start at once, and a second process (another Provider) that
+// finds them made takes AlreadyExists as success; the first process then
+// makes none again.
+func TestSharedObjectsOnceUnderConcurrentFirstUse(t *testing.T) {
+	cs := fake.NewClientset()
+	lineage := "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	for _, p := range []*Provider{fakeProvider(t, cs), fakeProvider(t, cs)} {
+		var wg sync.WaitGroup
+		errs := make([]error, 20)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = p.ensureShared(context.Background(), lineage)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("ensureShared: %v", err)
+			}
+		}
+		if err := p.ensureShared(context.Background(), lineage); err != nil {
+			t.Fatal(err)
+		}
+	}
+	creates := 0
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "create" {
+			creates++
+		}
+	}
+	// Two per process (the second's fail with AlreadyExists), none more.
+	if creates != 4 {
+		t.Errorf("%d creates, want 4: %v", creates, cs.Actions())
+	}
+	svcs, _ := cs.CoreV1().Services("sbx").List(context.Background(), metav1.ListOptions{})
+	nps, _ := cs.NetworkingV1().NetworkPolicies("sbx").List(context.Background(), metav1.ListOptions{})
+	if len(svcs.Items) != 1 || len(nps.Items) != 1 || svcs.Items[0].Name != sharedName(lineage) {
+		t.Errorf("services %v, policies %v", svcs.Items, nps.Items)
 	}
 }
