@@ -3,8 +3,10 @@ package kubernetes
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,11 +18,15 @@ import (
 
 // TestScaleOnFakeNodes creates and deletes SANDBOXER_KUBE_SCALE sandboxes
 // on kwok's fake nodes (the local cluster has them), scaleParallelism at
-// a time as `apply --parallelism` runs them: the API side at scale
-// (parallel creates within the client's rate limits, one list by label,
-// parallel deletes). Starting all of them at once only made the last
-// ones wait for the client's rate limiter past their ready timeout. Fake pods run nothing, so readiness is the
-// pod's IP only; the images' facts come from a real inspection first.
+// a time (SANDBOXER_KUBE_SCALE_PARALLELISM) as `apply --parallelism` runs
+// them: the API side at scale (parallel creates within the client's rate
+// limits, one list by label, parallel deletes). Fake pods run nothing, so
+// readiness is the pod's IP only (from the watch); the images' facts come
+// from a real inspection first. It asserts the requests per sandbox the
+// client's own transport counted (at most 3 per create, 2 writes, and 2
+// per delete, besides the lineage's two shared objects) and 0 failed,
+// and logs the rates and the memory of the process (the provider runs in
+// it as it runs in sandboxer-kubernetes).
 const scaleParallelism = 100
 
 func TestScaleOnFakeNodes(t *testing.T) {
@@ -42,12 +48,16 @@ func TestScaleOnFakeNodes(t *testing.T) {
 		pod.Spec.NodeSelector = map[string]string{"type": "kwok"}
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}
 	}
+	par := scaleParallelism
+	if v, _ := strconv.Atoi(os.Getenv("SANDBOXER_KUBE_SCALE_PARALLELISM")); v > 0 {
+		par = v
+	}
 	recs := make([]*state.Record, n)
 	errs := make([]error, n)
-	before := p.requests.Load()
+	before, beforeW := p.requests.Load(), p.writes.Load()
 	start := time.Now()
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, scaleParallelism)
+	slots := make(chan struct{}, par)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -65,7 +75,7 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	}
 	wg.Wait()
 	created := time.Since(start)
-	createReqs := p.requests.Load() - before
+	createReqs, createWrites := p.requests.Load()-before, p.writes.Load()-beforeW
 	failed := 0
 	for _, err := range errs {
 		if err != nil {
@@ -79,8 +89,17 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	items, err := p.ListManaged(ctx, lineage)
 	listed := time.Since(start)
 	mustf(t, err, "ListManaged")
-	if want := (n - failed) * 5; len(items) != want {
-		t.Errorf("listed %d objects, want %d (2 containers, secret, service, policy each)", len(items), want)
+	if want := (n - failed) * 3; len(items) != want {
+		t.Errorf("listed %d objects, want %d (2 containers and a Secret each; the shared objects not while pods are left)", len(items), want)
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d creates failed", failed, n)
+	}
+	if limit := int64(n*maxCreateRequests + sharedWrites); createReqs > limit {
+		t.Errorf("%d requests for %d creates, want ≤ %d (%d each and the shared objects)", createReqs, n, limit, maxCreateRequests)
+	}
+	if limit := int64(n*maxCreateWrites + sharedWrites); createWrites > limit {
+		t.Errorf("%d writes for %d creates, want ≤ %d", createWrites, n, limit)
 	}
 	before = p.requests.Load()
 	start = time.Now()
@@ -101,8 +120,21 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	wg.Wait()
 	deleted := time.Since(start)
 	deleteReqs := p.requests.Load() - before
+	if limit := int64(n * maxDeleteRequests); deleteReqs > limit {
+		t.Errorf("%d requests for %d deletes, want ≤ %d", deleteReqs, n, limit)
+	}
+	// The last sandbox gone, the lineage's shared objects are listed and
+	// the sweep removes them.
+	left, err := p.ListManaged(ctx, lineage)
+	mustf(t, err, "ListManaged")
+	mustf(t, p.DeleteManaged(ctx, left), "DeleteManaged")
 	assertNothingLabelled(t, p, lineage)
-	t.Logf("%d sandboxes on fake nodes: create %s (%.1f requests each), list %s, delete %s (%.1f requests each); %d failed",
-		n, created.Round(time.Millisecond), float64(createReqs)/float64(n), listed.Round(time.Millisecond),
-		deleted.Round(time.Millisecond), float64(deleteReqs)/float64(n), failed)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	t.Logf("%d sandboxes on fake nodes, %d at a time, client limit %v QPS burst %d: create %s (%.0f/s; %.2f requests, %.2f writes each), list %s, delete %s (%.0f/s; %.2f requests each); %d failed; process max RSS %d MiB, Go heap in use %d MiB, Go memory from the OS %d MiB",
+		n, par, p.rest.QPS, p.rest.Burst, created.Round(time.Millisecond), float64(n)/created.Seconds(), float64(createReqs)/float64(n), float64(createWrites)/float64(n),
+		listed.Round(time.Millisecond), deleted.Round(time.Millisecond), float64(n)/deleted.Seconds(), float64(deleteReqs)/float64(n), failed,
+		ru.Maxrss/1024, ms.HeapInuse>>20, ms.Sys>>20)
 }
