@@ -145,10 +145,13 @@ func TestRecordWithoutOwnedIsDeletedAsMade(t *testing.T) {
 	rec := &state.Record{Address: req.Address, Resources: res, Credentials: c.Credentials, Generation: 1}
 	mustf(t, p.Delete(ctx, rec), "Delete")
 	for kind, get := range map[string]func() error{
-		"pod":           func() error { _, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, name, metav1.GetOptions{}); return err },
-		"secret":        func() error { _, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, name, metav1.GetOptions{}); return err },
-		"service":       func() error { _, err := p.cs.CoreV1().Services(p.ns).Get(ctx, name, metav1.GetOptions{}); return err },
-		"networkpolicy": func() error { _, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).Get(ctx, name, metav1.GetOptions{}); return err },
+		"pod":     func() error { _, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, name, metav1.GetOptions{}); return err },
+		"secret":  func() error { _, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, name, metav1.GetOptions{}); return err },
+		"service": func() error { _, err := p.cs.CoreV1().Services(p.ns).Get(ctx, name, metav1.GetOptions{}); return err },
+		"networkpolicy": func() error {
+			_, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).Get(ctx, name, metav1.GetOptions{})
+			return err
+		},
 	} {
 		if err := get(); !isNotFound(err) {
 			t.Errorf("%s %s after Delete: %v, want not found", kind, name, err)
