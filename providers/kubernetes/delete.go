@@ -90,7 +90,10 @@ func (p *Provider) deleteOwned(ctx context.Context, rec *state.Record) error {
 	var g errgroup.Group
 	for kind, uid := range rec.Resources.Owned {
 		g.Go(func() error {
-			opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptrTo(types.UID(uid))}}
+			var opts metav1.DeleteOptions
+			if uid != "" {
+				opts.Preconditions = &metav1.Preconditions{UID: ptrTo(types.UID(uid))}
+			}
 			var err error
 			resource := "secrets"
 			switch kind {

@@ -4,17 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -341,3 +346,88 @@ func TestSharedObjectsOnceUnderConcurrentFirstUse(t *testing.T) {
 		t.Errorf("services %v, policies %v", svcs.Items, nps.Items)
 	}
 }
+
+// The calls a Create and a Delete make, on a fake clientset whose pods get
+// an IP a moment after they are created (readiness stubbed, as on kwok):
+// the lineage's first Create makes the shared Service and NetworkPolicy
+// besides; every Create is a pod, a Secret owned by it, and one watch; a
+// Delete is two deletes, each conditional on the UID the record lists.
+// The real cluster's counts are TestRequestsPerSandbox's.
+func TestCreateAndDeleteCalls(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		pod.UID, pod.ResourceVersion = typesUID(pod.Name), "1"
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			cur, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), pod.Namespace, pod.Name)
+			if err != nil {
+				return
+			}
+			up := cur.(*corev1.Pod).DeepCopy()
+			up.Status.PodIP = "10.244.0.9"
+			_ = cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), up, pod.Namespace)
+		}()
+		return true, pod, cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace)
+	})
+	cs.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sec := a.(k8stesting.CreateAction).GetObject().(*corev1.Secret).DeepCopy()
+		sec.UID = typesUID("secret-" + sec.Name)
+		return true, sec, cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("secrets"), sec, sec.Namespace)
+	})
+	p := fakeProvider(t, cs)
+	p.fakeReady = true
+	for _, svc := range []string{"postgres", "redis"} {
+		img := p.cfg.Images[svc]
+		p.rememberRef(svc+"\x00"+img.Ref, "sha256:test")
+		p.storeFacts(p.capabilityKey(svc, img, "sha256:test"), imageFacts{UID: 999, GID: 999})
+	}
+	lineage := "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	ctx := ctxFor(t, 10*time.Second)
+	verbs := func(from int) []string {
+		var out []string
+		for _, a := range cs.Actions()[from:] {
+			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+		sort.Strings(out)
+		return out
+	}
+	var recs []*state.Record
+	for i, want := range [][]string{
+		{"create networkpolicies", "create pods", "create secrets", "create services", "watch pods"},
+		{"create pods", "create secrets", "watch pods"},
+	} {
+		from := len(cs.Actions())
+		req := apply.CreateRequest{Address: fmt.Sprintf("sandbox.c%d", i), Lineage: lineage, Generation: 1, Features: bare()}
+		c, err := p.Create(ctx, req)
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		if diff := cmp.Diff(want, verbs(from)); diff != "" {
+			t.Errorf("Create %d calls (-want +got):\n%s", i, diff)
+		}
+		if c.Resources.Owned[ownedPod] == "" || c.Resources.Owned[ownedSecret] == "" {
+			t.Errorf("Owned %v", c.Resources.Owned)
+		}
+		sec, err := cs.CoreV1().Secrets(p.ns).Get(ctx, c.Resources.Pod, metav1.GetOptions{})
+		if err != nil || len(sec.OwnerReferences) != 1 || string(sec.OwnerReferences[0].UID) != c.Resources.Owned[ownedPod] {
+			t.Errorf("the Secret is not owned by the pod: %v, %v", sec, err)
+		}
+		recs = append(recs, &state.Record{Address: req.Address, Resources: c.Resources, Credentials: c.Credentials, Generation: 1})
+	}
+	from := len(cs.Actions())
+	if err := p.Delete(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"delete pods", "delete secrets"}, verbs(from)); diff != "" {
+		t.Errorf("Delete calls (-want +got):\n%s", diff)
+	}
+	for _, a := range cs.Actions()[from:] {
+		opts := a.(k8stesting.DeleteActionImpl).GetDeleteOptions()
+		if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID == "" {
+			t.Errorf("%s %s without a UID precondition", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}
+
+func typesUID(name string) types.UID { return types.UID("uid-" + shortHash(name, 16)) }
