@@ -14,7 +14,10 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 )
 
-var _ apply.Inventory = (*Provider)(nil)
+var (
+	_ apply.Inventory     = (*Provider)(nil)
+	_ apply.SharedSweeper = (*Provider)(nil)
+)
 
 // ListManaged returns every object labelled as managed by sandboxer with
 // lineage ("" every lineage's) in the provider's namespace: a pod as one
@@ -175,48 +178,48 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []apply.Resource) er
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, p.sweepShared(ctx, items))
+	var lineages []string
+	for _, it := range items {
+		if it.Lineage != "" && !slices.Contains(lineages, it.Lineage) {
+			lineages = append(lineages, it.Lineage)
+		}
+	}
+	for _, l := range lineages {
+		errs = append(errs, p.SweepShared(ctx, l))
+	}
 	return errors.Join(errs...)
 }
 
-// sweepShared deletes the shared objects of every lineage items touched
-// that has no pod left: DeleteManaged of everything ListManaged returned
-// leaves nothing labelled. Costs a LIST or three per lineage; the sweep,
-// not a sandbox's Delete, pays it.
-func (p *Provider) sweepShared(ctx context.Context, items []apply.Resource) error {
-	seen := map[string]bool{}
+// SweepShared deletes the lineage's shared objects (shared.go) when no
+// pod of it is left (apply.SharedSweeper): DeleteManaged of everything
+// ListManaged returned leaves nothing labelled, and apply and destroy
+// call it once per run. A LIST of at most one pod, and two more LISTs
+// and deletes when none is left; the sweep, not a sandbox's Delete, pays
+// it.
+func (p *Provider) SweepShared(ctx context.Context, lineage string) error {
+	pods, err := p.cs.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(lineagePods(lineage)).String(), Limit: 1})
+	if err != nil {
+		return p.apiErr("list", "pods", "", err)
+	}
+	if len(pods.Items) > 0 {
+		return nil
+	}
+	sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(p.sharedMeta(lineage).Labels).String()}
+	svcs, err := p.cs.CoreV1().Services(p.ns).List(ctx, sel)
+	if err != nil {
+		return p.apiErr("list", "services", "", err)
+	}
+	nps, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).List(ctx, sel)
+	if err != nil {
+		return p.apiErr("list", "networkpolicies", "", err)
+	}
+	p.shared.set(lineage, false)
 	var errs []error
-	for _, it := range items {
-		if it.Lineage == "" || seen[it.Lineage] {
-			continue
-		}
-		seen[it.Lineage] = true
-		pods, err := p.cs.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(lineagePods(it.Lineage)).String(), Limit: 1})
-		if err != nil {
-			errs = append(errs, p.apiErr("list", "pods", "", err))
-			continue
-		}
-		if len(pods.Items) > 0 {
-			continue
-		}
-		sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(p.sharedMeta(it.Lineage).Labels).String()}
-		svcs, err := p.cs.CoreV1().Services(p.ns).List(ctx, sel)
-		if err != nil {
-			errs = append(errs, p.apiErr("list", "services", "", err))
-			continue
-		}
-		nps, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).List(ctx, sel)
-		if err != nil {
-			errs = append(errs, p.apiErr("list", "networkpolicies", "", err))
-			continue
-		}
-		p.shared.set(it.Lineage, false)
-		for _, s := range svcs.Items {
-			errs = append(errs, p.deleteOne(ctx, kindService, s.Name))
-		}
-		for _, n := range nps.Items {
-			errs = append(errs, p.deleteOne(ctx, kindNetworkPolicy, n.Name))
-		}
+	for _, s := range svcs.Items {
+		errs = append(errs, p.deleteOne(ctx, kindService, s.Name))
+	}
+	for _, n := range nps.Items {
+		errs = append(errs, p.deleteOne(ctx, kindNetworkPolicy, n.Name))
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -19,14 +20,15 @@ import (
 // keeps a DNS name of its own, <pod>.<shared>.<namespace>.svc), and one
 // NetworkPolicy selecting the lineage's pods by label. Both are named
 // sharedName(lineage), carry LabelShared, and are made on the lineage's
-// first Create in this process, idempotently: an object that exists
-// already (another process, a concurrent first use, an earlier run) is
-// success. They are never deleted by a sandbox's Delete, which would
-// have to ask the API server whether it was the last: they are cheap (no
-// cluster IP, no endpoints once the pods are gone), and ListManaged
-// reports them only when no pod of their lineage is left, so the orphan
-// sweep (reap, the janitor) removes them with the lineage's last
-// sandbox.
+// first Create in this process (and again a minute later, sharedRecheck),
+// idempotently: an object that exists already (another process, a
+// concurrent first use, an earlier run) is success. They are never
+// deleted by a sandbox's Delete, which would have to ask the API server
+// whether it was the last: apply and destroy remove them at the end of a
+// run that removed sandboxes once no pod of the lineage is left
+// (SweepShared), and ListManaged reports them only then, so the orphan
+// sweep (reap, the janitor) removes them too. Until then they are cheap
+// (no cluster IP, no endpoints once the pods are gone).
 
 // sharedName names a lineage's shared Service and NetworkPolicy:
 // "sbx-" and the lineage part of every instance name, never an
@@ -34,30 +36,41 @@ import (
 // Service name must be a DNS-1035 label: it starts with a letter.
 func sharedName(lineage string) string { return "sbx-" + lineagePart(lineage) }
 
+// sharedRecheck is how long a Provider trusts that a lineage's shared
+// objects exist once it made or found them. Another process may remove
+// them (its apply or destroy removed what it took for the lineage's last
+// sandbox while this one was about to create one): the next Create after
+// this long makes them again, and the pods that joined meanwhile get
+// their DNS names back with the Service. Two requests a minute per
+// lineage at most.
+const sharedRecheck = time.Minute
+
 // sharedObjects remembers which lineages' shared objects this Provider
-// has made (or found), so only a lineage's first Create pays for them.
+// has made (or found), and when, so only a lineage's first Create (and
+// one a minute after) pays for them.
 type sharedObjects struct {
 	mu    sync.Mutex
-	ready map[string]bool
+	since map[string]time.Time
 	sf    singleflight.Group
 }
 
 func (s *sharedObjects) isReady(lineage string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ready[lineage]
+	t, ok := s.since[lineage]
+	return ok && time.Since(t) < sharedRecheck
 }
 
 func (s *sharedObjects) set(lineage string, ready bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ready == nil {
-		s.ready = map[string]bool{}
+	if s.since == nil {
+		s.since = map[string]time.Time{}
 	}
 	if ready {
-		s.ready[lineage] = true
+		s.since[lineage] = time.Now()
 	} else {
-		delete(s.ready, lineage)
+		delete(s.since, lineage)
 	}
 }
 
