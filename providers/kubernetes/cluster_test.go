@@ -36,7 +36,7 @@ func TestHostClientsByPodIP(t *testing.T) {
 	rec := createInstance(t, p, apply.CreateRequest{Address: "sandbox.host", Lineage: lineage, Generation: 1, Features: bare()})
 	ctx := ctxFor(t, time.Minute)
 	pg := rec.Credentials["postgres"]
-	wantDNS := rec.Resources.Pod + "." + p.ns + ".svc.cluster.local"
+	wantDNS := rec.Resources.Pod + "." + sharedName(lineage) + "." + p.ns + ".svc.cluster.local"
 	if pg.NetworkHost != wantDNS || pg.NetworkPort != 5432 || pg.Port != 5432 {
 		t.Errorf("postgres endpoints %s:%d / %s:%d, want pod IP:5432 / %s:5432", pg.Host, pg.Port, pg.NetworkHost, pg.NetworkPort, wantDNS)
 	}
@@ -234,6 +234,9 @@ func TestTLSInstance(t *testing.T) {
 	if _, err := os.Stat(pg.CAFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("CA file after Delete: %v", err)
 	}
+	// The lineage's last sandbox gone, apply's end-of-run sweep removes
+	// what it shared.
+	mustf(t, p.SweepShared(ctx, lineage), "SweepShared")
 	assertNothingLabelled(t, p, lineage)
 }
 

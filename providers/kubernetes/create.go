@@ -421,6 +421,8 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	err := p.deleteInstance(cctx, b.name, instanceKinds...)
+	// A failed first sandbox of a lineage leaves nothing it shared.
+	err = errors.Join(err, p.SweepShared(cctx, b.req.Lineage))
 	if b.caFile != "" {
 		if rerr := removeCAFiles(&state.Record{Credentials: map[string]state.Credentials{"ca": {CAFile: b.caFile}}}); rerr != nil {
 			err = errors.Join(err, rerr)

@@ -213,6 +213,9 @@ func (p *Provider) SweepShared(ctx context.Context, lineage string) error {
 	if err != nil {
 		return p.apiErr("list", "networkpolicies", "", err)
 	}
+	if len(svcs.Items) == 0 && len(nps.Items) == 0 {
+		return nil
+	}
 	p.shared.set(lineage, false)
 	var errs []error
 	for _, s := range svcs.Items {
@@ -221,5 +224,18 @@ func (p *Provider) SweepShared(ctx context.Context, lineage string) error {
 	for _, n := range nps.Items {
 		errs = append(errs, p.deleteOne(ctx, kindNetworkPolicy, n.Name))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// A Create that made sure of them before the deletes may have made
+	// its pod since (here or in another process): look again, and give
+	// such a pod its Service and NetworkPolicy back.
+	pods, err = p.cs.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(lineagePods(lineage)).String(), Limit: 1})
+	if err != nil {
+		return p.apiErr("list", "pods", "", err)
+	}
+	if len(pods.Items) > 0 {
+		return p.ensureShared(ctx, lineage)
+	}
+	return nil
 }
