@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/state"
@@ -56,6 +57,16 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	errs := make([]error, n)
 	before, beforeW := p.requests.Load(), p.writes.Load()
 	start := time.Now()
+	// When the last of the 2n writes went out: the client's side of the
+	// throughput (rate limit, pipelining), apart from how fast the
+	// scheduler and kwok give the pods their IPs.
+	written := make(chan time.Duration, 1)
+	go func() {
+		for p.writes.Load()-beforeW < int64(2*n) && time.Since(start) < 30*time.Minute {
+			time.Sleep(5 * time.Millisecond)
+		}
+		written <- time.Since(start)
+	}()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, par)
 	for i := range n {
@@ -75,6 +86,11 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	}
 	wg.Wait()
 	created := time.Since(start)
+	var allWritten time.Duration
+	select {
+	case allWritten = <-written:
+	default: // some creates failed: fewer writes
+	}
 	createReqs, createWrites := p.requests.Load()-before, p.writes.Load()-beforeW
 	failed := 0
 	for _, err := range errs {
@@ -136,8 +152,64 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	t.Logf("%d sandboxes on fake nodes, %d at a time, client limit %v QPS burst %d: create %s (%.0f/s; %.2f requests, %.2f writes each), list %s, delete %s (%.0f/s; %.2f requests each); %d failed; process max RSS %d MiB, Go heap in use %d MiB, Go memory from the OS %d MiB",
-		n, par, p.rest.QPS, p.rest.Burst, created.Round(time.Millisecond), float64(n)/created.Seconds(), float64(createReqs)/float64(n), float64(createWrites)/float64(n),
+	t.Logf("%d sandboxes on fake nodes, %d at a time, client limit %v QPS burst %d: create %s (%.0f/s; all written after %s, %.0f/s; %.2f requests, %.2f writes each), list %s, delete %s (%.0f/s; %.2f requests each); %d failed; process max RSS %d MiB, Go heap in use %d MiB, Go memory from the OS %d MiB",
+		n, par, p.rest.QPS, p.rest.Burst, created.Round(time.Millisecond), float64(n)/created.Seconds(),
+		allWritten.Round(time.Millisecond), float64(n)/allWritten.Seconds(), float64(createReqs)/float64(n), float64(createWrites)/float64(n),
 		listed.Round(time.Millisecond), deleted.Round(time.Millisecond), float64(n)/deleted.Seconds(), float64(deleteReqs)/float64(n), failed,
 		ru.Maxrss/1024, ms.HeapInuse>>20, ms.Sys>>20)
+	if os.Getenv("SANDBOXER_KUBE_SCALE_BASELINE") != "" {
+		scaleBaseline(t, p, lineage, n, par)
+	}
+}
+
+// scaleBaseline is the cluster's own pace for the same pods: n bare pods
+// (one container, no Secret, no shared objects), par at a time, created
+// straight through the clientset and each waited for by a watch until it
+// has an IP, then deleted with no grace period. What the scheduler and
+// kwok allow, beside what sandboxer does.
+func scaleBaseline(t *testing.T, p *Provider, lineage string, n, par int) {
+	ctx := ctxFor(t, 20*time.Minute)
+	run := func(what string, each func(i int) error) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, par)
+		var mu sync.Mutex
+		failed := 0
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				if err := each(i); err != nil {
+					mu.Lock()
+					if failed == 0 {
+						t.Errorf("baseline %s: %v", what, err)
+					}
+					failed++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	name := func(i int) string { return fmt.Sprintf("sbx-base-%s-%d", lineagePart(lineage), i) }
+	created := run("create", func(i int) error {
+		pod := &corev1.Pod{ObjectMeta: p.instanceMeta(fmt.Sprintf(`sandbox.base["%d"]`, i), lineage, 1, name(i))}
+		pod.Spec.Containers = []corev1.Container{{Name: "c", Image: testRedisImage()}}
+		p.placePod(pod)
+		made, err := p.cs.CoreV1().Pods(p.ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		return p.watchPod(ctx, pod.Name, made.ResourceVersion, func(cur *corev1.Pod) (bool, error) {
+			return cur != nil && cur.Status.PodIP != "", nil
+		})
+	})
+	deleted := run("delete", func(i int) error {
+		return p.cs.CoreV1().Pods(p.ns).Delete(ctx, name(i), metav1.DeleteOptions{GracePeriodSeconds: ptrTo[int64](0)})
+	})
+	t.Logf("baseline, %d bare pods %d at a time straight through the clientset: create to IP %s (%.0f/s), delete %s (%.0f/s)",
+		n, par, created.Round(time.Millisecond), float64(n)/created.Seconds(), deleted.Round(time.Millisecond), float64(n)/deleted.Seconds())
 }
