@@ -92,6 +92,11 @@ sandbox "cold" {
 		if _, err := sbx("pool", "drain", "sandbox.warm"); err != nil {
 			fmt.Fprintln(os.Stderr, "drain:", err)
 		}
+		// A drain leaves what the lineage's sandboxes shared (the
+		// Kubernetes runtime's Service and NetworkPolicy) to the reaper.
+		if _, err := sbx("reap"); err != nil {
+			fmt.Fprintln(os.Stderr, "reap:", err)
+		}
 	}()
 	ready := func() int {
 		out, err := sbx("pool", "status", "sandbox.warm", "--json")
