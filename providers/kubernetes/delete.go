@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -44,8 +47,11 @@ var (
 // that the object still has the UID Create got for it (an object of the
 // same name that is not the one created is left alone, with no read
 // first). With no grace period the pod object is gone once the call
-// returns; its containers stop on the node right after. The lineage's
-// shared objects stay (shared.go).
+// returns; its containers stop on the node right after, and Delete waits
+// for that over the network, not the API: until no service of the
+// record accepts a connection at its endpoint any more (a replaced
+// sandbox's old credentials must not work once Delete returns). The
+// lineage's shared objects stay (shared.go).
 //
 // An older record (no Owned) is removed as it was made: the pod is read
 // and checked to be labelled as this instance's, then its pod, Secret,
@@ -114,6 +120,53 @@ func (p *Provider) deleteOwned(ctx context.Context, rec *state.Record) error {
 				return fmt.Errorf("%s %s is not the one created for %s (another UID); refusing to remove it", resource, name, rec.ResourceAddress())
 			}
 			return p.apiErr("delete", resource, name, err)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return waitUnreachable(ctx, rec)
+}
+
+// How Delete learns that a deleted pod's services stopped: a TCP connect
+// to each endpoint, again every closedPoll until one fails (refused once
+// the server exits, or no answer once the pod's network is gone), for
+// goneTimeout at most.
+const (
+	closedDial = 250 * time.Millisecond
+	closedPoll = 50 * time.Millisecond
+)
+
+// waitUnreachable waits until no service of rec accepts a connection at
+// its handed-out endpoint.
+func waitUnreachable(ctx context.Context, rec *state.Record) error {
+	wctx, cancel := context.WithTimeout(ctx, goneTimeout)
+	defer cancel()
+	var g errgroup.Group
+	for svc, c := range rec.Credentials {
+		if c.Host == "" || c.Port == 0 {
+			continue
+		}
+		addr := net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+		g.Go(func() error {
+			d := net.Dialer{Timeout: closedDial}
+			for {
+				conn, err := d.DialContext(wctx, "tcp", addr)
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					if wctx.Err() != nil {
+						return fmt.Errorf("%s of pod %s still answers at %s %s after its deletion", svc, rec.Resources.Pod, addr, goneTimeout)
+					}
+					return nil
+				}
+				_ = conn.Close()
+				select {
+				case <-wctx.Done():
+				case <-time.After(closedPoll):
+				}
+			}
 		})
 	}
 	return g.Wait()

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -358,17 +359,26 @@ func TestCreateAndDeleteCalls(t *testing.T) {
 	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
 		pod.UID, pod.ResourceVersion = typesUID(pod.Name), "1"
+		return true, pod, cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace)
+	})
+	// The fake's watches replay nothing: once a watch of pods is open, the
+	// namespace's pods get their IP, and it sees that.
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	cs.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := cs.Tracker().Watch(pods, a.GetNamespace())
 		go func() {
-			time.Sleep(20 * time.Millisecond)
-			cur, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), pod.Namespace, pod.Name)
+			time.Sleep(10 * time.Millisecond)
+			l, err := cs.Tracker().List(pods, corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
 			if err != nil {
 				return
 			}
-			up := cur.(*corev1.Pod).DeepCopy()
-			up.Status.PodIP = "10.244.0.9"
-			_ = cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), up, pod.Namespace)
+			for _, cur := range l.(*corev1.PodList).Items {
+				up := cur.DeepCopy()
+				up.Status.PodIP = "192.0.2.9" // TEST-NET-1: nothing answers there
+				_ = cs.Tracker().Update(pods, up, a.GetNamespace())
+			}
 		}()
-		return true, pod, cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace)
+		return true, w, err
 	})
 	cs.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		sec := a.(k8stesting.CreateAction).GetObject().(*corev1.Secret).DeepCopy()
