@@ -175,8 +175,8 @@ func TestNoSecretsInSpecsOrEvents(t *testing.T) {
 	}
 	sec, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, name, metav1.GetOptions{})
 	mustf(t, err, "get secret")
-	if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != pod.UID {
-		t.Errorf("secret owner references %v", sec.OwnerReferences)
+	if !ownedBy(sec.ObjectMeta, rec.ResourceAddress()) || string(sec.UID) != rec.Resources.Owned[ownedSecret] || string(pod.UID) != rec.Resources.Owned[ownedPod] {
+		t.Errorf("secret labels %v, UIDs %s/%s, record %v", sec.Labels, pod.UID, sec.UID, rec.Resources.Owned)
 	}
 	if _, ok := sec.Data[tlsKeyName]; ok {
 		t.Error("the TLS key is in the Secret")

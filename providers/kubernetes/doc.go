@@ -25,9 +25,10 @@
 //     POSTGRES_PASSWORD_FILE), the init script (a SCRAM verifier, no clear
 //     password), the Redis ACL file (hashes only) and, with TLS, the
 //     TLS-only hba file, mounted read-only, each container seeing only its
-//     own keys. Immutable; created right after the pod with an owner
-//     reference to it, so the cluster's garbage collector removes it with
-//     the pod should sandboxer not.
+//     own keys. Immutable; created just before the pod (a pod created
+//     first often found its volume's Secret missing and waited for the
+//     kubelet's retry), so without an owner reference: Delete removes it
+//     by its recorded UID and the orphan sweep by its labels.
 //
 // That is two writes and one watch (the pod's IP, then the services'
 // own probes) per sandbox created, and two deletes per sandbox removed:

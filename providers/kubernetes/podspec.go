@@ -194,16 +194,6 @@ func secretSpec(meta metav1.ObjectMeta, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: data, Immutable: ptr.To(true)}
 }
 
-// ownedByPod makes obj a dependent of pod, so the cluster's garbage
-// collector removes it with the pod should sandboxer not (a crash between
-// the two creates or the two deletes).
-func ownedByPod(pod *corev1.Pod) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{
-		APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-		BlockOwnerDeletion: ptr.To(false),
-	}}
-}
-
 // postgresRun is how PostgreSQL runs: the official-image contract with
 // sandboxer's admin as POSTGRES_USER, its password as a file from the
 // Secret, the data directory in the pod's emptyDir, durability off and
