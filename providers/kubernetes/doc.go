@@ -34,8 +34,9 @@
 // own probes) per sandbox created, and two deletes per sandbox removed:
 // the record lists the pod's and the Secret's UIDs (state.Resources.Owned)
 // and each delete is conditional on its UID, with no read first; the pod
-// is deleted with no grace period, so it is gone from the API once Delete
-// returns (its containers stop on the node right after).
+// is deleted with no grace period, so it is gone from the API at once,
+// and Delete then waits over the network (not the API, at most 10 s)
+// until its services stop accepting connections.
 //
 // What a lineage's sandboxes share (shared.go), both named
 // sbx-<12 lineage characters>, made on the lineage's first Create in a
