@@ -13,7 +13,7 @@ SCALE_N  ?= 200
 STATE_FUZZTIME ?= 15000x
 BIN      := bin/sandboxer
 
-.PHONY: build image helm images test-images test vet unit benchcheck fuzz bench bench-kube run clean kube kube-down kube-smoke kube-cycle
+.PHONY: build image helm integresql images test-images test vet unit benchcheck fuzz bench bench-kube run clean kube kube-down kube-smoke kube-cycle
 
 # sandboxer and, beside it, sandboxer-kubernetes: the kubernetes runtime
 # runs in a program of its own (internal/plugin). Static (no cgo): nothing
@@ -33,6 +33,12 @@ image: build
 # proxy into .kube/bin/helm (scripts/helm); skipped when it is there.
 helm:
 	@bash scripts/helm/build.sh
+
+# IntegreSQL's server from the Go module proxy into bin/integresql
+# (scripts/integresql), the third side of the database benchmarks;
+# skipped when it is there.
+integresql:
+	@bash scripts/integresql/build.sh
 
 # Local images built from Debian packages (no registry here); existing
 # ones are kept, FORCE=1 rebuilds.
@@ -54,8 +60,11 @@ unit:
 
 # Every CPU benchmark once, so a benchmark that no longer passes fails
 # the tests rather than `make bench` (two had, unnoticed).
+# The database throughput benchmark too, once at a small size on the
+# real engine (issue 33: sandboxer's pool beside pgtestdb).
 benchcheck:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./config ./plan ./cmd/sandboxer/... ./state ./state/pgstate ./internal/server
+	SANDBOXER_THROUGHPUT_N=16 $(GO) test -run '^$$' -bench 'DatabaseThroughput$$' -benchtime 1x .
 
 fuzz:
 	$(GO) test ./config -run '^$$' -fuzz FuzzLoadSources -fuzztime $(FUZZTIME)
@@ -65,16 +74,16 @@ fuzz:
 
 test: test-images image helm vet unit benchcheck fuzz
 
-bench: images build
+bench: images build integresql
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./config ./plan ./cmd/sandboxer/... ./state ./state/pgstate ./internal/server
 	$(GO) run ./scripts/benchplan -bin $(BIN) -profile 10
 	$(GO) run ./scripts/bench -bin $(BIN)
 	$(GO) run ./scripts/benchondemand -bin $(BIN)
 	$(GO) run ./scripts/benchtenants -bin $(BIN)
 	$(GO) run ./scripts/benchpool -bin $(BIN)
-	$(GO) test -run '^$$' -bench 'DatabasePerTest$$' -benchtime 1000x .
+	SANDBOXER_INTEGRESQL_BIN=$(CURDIR)/bin/integresql $(GO) test -run '^$$' -bench 'DatabasePerTest$$' -benchtime 1000x .
 	$(GO) test -run '^$$' -bench 'DatabaseDensity$$' -benchtime 1x .
-	$(GO) test -run '^$$' -bench 'DatabaseThroughput$$' -benchtime 1x .
+	SANDBOXER_INTEGRESQL_BIN=$(CURDIR)/bin/integresql SANDBOXER_THROUGHPUT_SECONDS=60 $(GO) test -run '^$$' -bench 'DatabaseThroughput$$' -benchtime 1x -timeout 30m .
 	$(GO) run ./scripts/benchscale -bin $(BIN) -n $(SCALE_N)
 	@if [ -n "$$KUBECONFIG" ] || [ -f .kube/kubeconfig ]; then $(MAKE) --no-print-directory bench-kube; \
 	else echo "no cluster (KUBECONFIG unset, no .kube/kubeconfig): the Kubernetes benchmarks are skipped; make kube starts one"; fi

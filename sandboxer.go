@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/events"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -273,7 +274,7 @@ func (s *Sandboxer) moverFor(prov *lazyProvider) snapshot.Mover {
 
 // SnapshotStore is the snapshot directory that belongs to a state file.
 func SnapshotStore(statePath string) snapshot.Store {
-	return snapshot.Store{Dir: filepath.Join(filepath.Dir(statePath), "snapshots")}
+	return snapshot.Store{Dir: filepath.Join(filepath.Dir(statePath), "snapshots"), Formats: services.SnapshotFormats}
 }
 
 func (s *Sandboxer) now() time.Time {

@@ -69,7 +69,11 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 	if err != nil {
 		return nil, err
 	}
-	d, err := srv.Take(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote})
+	// Under a tenant's databases quota the next hand-out counts this one
+	// (Held): its lease must be the caller's before the lock goes.
+	t := TenantOf(ctx)
+	exact := t != nil && t.Quota.Databases > 0
+	d, err := srv.Take(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote, ExactLease: exact})
 	unlock()
 	if err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
@@ -181,7 +185,18 @@ func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databa
 			return srv, rec, nil
 		}
 	}
-	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: DatabaseHostKey, TTL: databaseHostTTL(ctx).String()})
+	// This process's first hand-out in the host (a test binary, a
+	// sandboxertest.Database opening the library per test): a host the
+	// cache rule covers as it stands is used without the broker's lock
+	// and probe; connecting to its server as the admin is the probe, and
+	// a host that does not answer goes through Request.
+	req := ondemand.Request{Address: a.String(), Key: DatabaseHostKey, TTL: databaseHostTTL(ctx).String()}
+	if rec, err := s.broker().Covered(ctx, req); err == nil && rec != nil {
+		if srv, err := s.connectDatabases(ctx, rec); err == nil {
+			return srv, rec, nil
+		}
+	}
+	sbx, err := s.Request(ctx, a.String(), RequestOptions{Key: req.Key, TTL: req.TTL})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,20 +217,35 @@ func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (*d
 	}
 	key := fmt.Sprintf("%s#%d", rec.Address, rec.Generation)
 	s.dbs.mu.Lock()
-	defer s.dbs.mu.Unlock()
 	if srv, ok := s.dbs.servers[key]; ok {
+		s.dbs.mu.Unlock()
 		return srv, nil
 	}
 	admin := c
 	admin.User, admin.Password = c.AdminUser, c.AdminPassword
 	srv, err := databases.Open(ctx, admin.URL("postgres"), c.Host, c.Port)
 	if err != nil {
+		s.dbs.mu.Unlock()
 		return nil, classify(err)
 	}
 	if s.dbs.servers == nil {
 		s.dbs.servers = map[string]*databases.Server{}
 	}
 	s.dbs.servers[key] = srv
+	// A host replaced (a superset, a dead one re-provisioned): the old
+	// generation's server hands out nothing more and stops refilling
+	// its pool; its databases went with its container.
+	var old []*databases.Server
+	for k, o := range s.dbs.servers {
+		if k != key && k[:strings.LastIndex(k, "#")] == rec.Address {
+			old = append(old, o)
+			delete(s.dbs.servers, k)
+		}
+	}
+	s.dbs.mu.Unlock()
+	for _, o := range old {
+		o.Close()
+	}
 	return srv, nil
 }
 

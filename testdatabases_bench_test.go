@@ -3,13 +3,14 @@ package sandboxer_test
 import (
 	"context"
 	"database/sql"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,17 +18,26 @@ import (
 	"github.com/peterldowns/pgtestdb"
 
 	"github.com/sandboxer/sandboxer"
+	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/apiclient"
 	"github.com/sandboxer/sandboxer/databases"
+	"github.com/sandboxer/sandboxer/internal/server"
+	"github.com/sandboxer/sandboxer/sandboxertest"
 )
 
 // BenchmarkDatabasePerTest times a database per test beside pgtestdb
 // v0.1.1 against the same server (the block's host instance), each with a
 // one-table migration whose template is made before the clock starts:
-// create, connect and SELECT 1, drop. It reports p50 and p99 of each side
-// and their ratio. `make bench` runs it.
+// the hand-out is timed; connect and SELECT 1, drop are not. Sides: the
+// library on a long-lived Sandboxer (the pool refilling between
+// hand-outs), POST /v1/databases, sandboxertest.Database as a test calls
+// it (a library opened per test), sandboxertest.Databases (the handle a
+// test binary opens once), pgtestdb and, given
+// SANDBOXER_INTEGRESQL_BIN, IntegreSQL. It reports p50 and p99 of each
+// and the library's p50 ratio to pgtestdb's. `make bench` runs it.
 func BenchmarkDatabasePerTest(b *testing.B) {
 	ctx := context.Background()
-	sb, _ := openDatabases(nil, b, "")
+	sb, dir := openDatabases(nil, b, "")
 	schema := databases.SQL(`CREATE TABLE users (id int PRIMARY KEY, name text)`)
 	ours := func() time.Duration {
 		start := time.Now()
@@ -73,10 +83,93 @@ func BenchmarkDatabasePerTest(b *testing.B) {
 	}
 	theirs() // its template
 
-	var a, t []time.Duration
+	// Through the HTTP API: the library behind serve's handler, over
+	// loopback, with the API client.
+	api := apiSide(b, sb)
+	viaAPI := func() time.Duration {
+		start := time.Now()
+		d, err := api.Database(ctx, apiDatabaseBody)
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		if err := api.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"]); err != nil {
+			b.Fatal(err)
+		}
+		return took
+	}
+	viaAPI()
+
+	// sandboxertest.Database as a test calls it: it opens the library
+	// (configuration, state, the host's admin connections) for the test
+	// and closes it at the test's cleanup, untimed here.
+	helper := func() time.Duration {
+		scope := &cleanups{TB: b}
+		start := time.Now()
+		d := sandboxertest.Database(scope, "sandbox.db", sandboxertest.With(sandboxertest.Dir(dir)),
+			sandboxertest.Migrations(`CREATE TABLE users (id int PRIMARY KEY, name text)`))
+		took := time.Since(start)
+		if d.Env["SANDBOXER_POSTGRES_DB"] == "" {
+			b.Fatal("sandboxertest.Database handed out no database")
+		}
+		scope.run()
+		return took
+	}
+	helper()
+
+	// sandboxertest.Databases, the handle a test binary makes once in
+	// TestMain: one library for every test.
+	dbs, err := sandboxertest.NewDatabases(ctx, "sandbox.db", sandboxertest.With(sandboxertest.Dir(dir)),
+		sandboxertest.Migrations(`CREATE TABLE users (id int PRIMARY KEY, name text)`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dbs.Close()
+	handle := func() time.Duration {
+		scope := &cleanups{TB: b}
+		start := time.Now()
+		d := dbs.Database(scope)
+		took := time.Since(start)
+		if d.Env["SANDBOXER_POSTGRES_DB"] == "" {
+			b.Fatal("sandboxertest.Databases handed out no database")
+		}
+		scope.run()
+		return took
+	}
+	handle()
+
+	isql := startIntegreSQL(b, c, []string{`CREATE TABLE users (id int PRIMARY KEY, name text)`})
+	integre := func() time.Duration {
+		start := time.Now()
+		d, err := isql.take(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		conn, err := connectURL(ctx, d.url())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `SELECT 1`); err != nil {
+			b.Fatal(err)
+		}
+		conn.Close(ctx)
+		if err := isql.done(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+		return took
+	}
+
+	var a, t, h, g, x, y []time.Duration
 	for b.Loop() {
 		a = append(a, ours())
 		t = append(t, theirs())
+		h = append(h, viaAPI())
+		x = append(x, helper())
+		y = append(y, handle())
+		if isql != nil {
+			g = append(g, integre())
+		}
 	}
 	p := func(d []time.Duration, q float64) float64 {
 		s := append([]time.Duration(nil), d...)
@@ -88,6 +181,35 @@ func BenchmarkDatabasePerTest(b *testing.B) {
 	b.ReportMetric(p(t, 0.5), "pgtestdb-p50-ms")
 	b.ReportMetric(p(t, 0.99), "pgtestdb-p99-ms")
 	b.ReportMetric(p(a, 0.5)/p(t, 0.5), "p50-ratio")
+	b.ReportMetric(p(h, 0.5), "api-p50-ms")
+	b.ReportMetric(p(h, 0.99), "api-p99-ms")
+	b.ReportMetric(p(x, 0.5), "sandboxertest-p50-ms")
+	b.ReportMetric(p(x, 0.99), "sandboxertest-p99-ms")
+	b.ReportMetric(p(y, 0.5), "sandboxertest-handle-p50-ms")
+	b.ReportMetric(p(y, 0.99), "sandboxertest-handle-p99-ms")
+	if len(g) > 0 {
+		b.ReportMetric(p(g, 0.5), "integresql-p50-ms")
+		b.ReportMetric(p(g, 0.99), "integresql-p99-ms")
+	}
+}
+
+var apiDatabaseBody = api.DatabaseBody{Address: "sandbox.db", SQL: []string{`CREATE TABLE users (id int PRIMARY KEY, name text)`}}
+
+// apiSide serves sb's library as `serve` does (internal/server) on a
+// loopback port for the benchmark's end, and answers its client.
+func apiSide(tb testing.TB, sb *sandboxer.Sandboxer) *apiclient.Client {
+	token := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	srv, err := server.New(sb, token, nil, context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	tb.Cleanup(hs.Close)
+	c, err := apiclient.New(hs.URL, token)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 // sqlMigrator is a pgtestdb.Migrator of SQL texts.
@@ -175,18 +297,19 @@ func BenchmarkDatabaseDensity(b *testing.B) {
 }
 
 // BenchmarkDatabaseThroughput hands out SANDBOXER_THROUGHPUT_N (default
-// 400) databases from 8 workers, each connected to, queried and dropped,
-// beside pgtestdb v0.1.1 doing the same against the same server, and
-// reports databases per second of each and their ratio. `make bench`
-// runs it; TestPooledDatabases runs the same loop at a small size.
+// 400) databases from SANDBOXER_THROUGHPUT_WORKERS (default 8) workers,
+// or as many as they can in SANDBOXER_THROUGHPUT_SECONDS, each connected
+// to, queried and dropped, beside pgtestdb v0.1.1 (and IntegreSQL, given
+// SANDBOXER_INTEGRESQL_BIN) doing the same against the same server, and
+// reports databases per second of each, their ratio, and the CPU the
+// host's server used meanwhile (cores). `make bench` runs it; `make
+// test`'s benchcheck runs it once at a small size.
 func BenchmarkDatabaseThroughput(b *testing.B) {
 	ctx := context.Background()
 	sb, _ := openDatabases(nil, b, "")
 	schema := databases.SQL(`CREATE TABLE users (id int PRIMARY KEY, name text)`)
-	n := 400
-	if v, err := strconv.Atoi(os.Getenv("SANDBOXER_THROUGHPUT_N")); err == nil && v > 0 {
-		n = v
-	}
+	n, workers := envInt("SANDBOXER_THROUGHPUT_N", 400), envInt("SANDBOXER_THROUGHPUT_WORKERS", 8)
+	dur := time.Duration(envInt("SANDBOXER_THROUGHPUT_SECONDS", 0)) * time.Second
 	d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: schema}) // the host and the template
 	if err != nil {
 		b.Fatal(err)
@@ -197,39 +320,92 @@ func BenchmarkDatabaseThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := rec.Credentials["postgres"]
+	ctr := rec.Resources.Containers["postgres"]
 	conf := pgtestdb.Config{DriverName: "pgx", Host: c.Host, Port: strconv.Itoa(c.Port), User: c.AdminUser,
 		Password: c.AdminPassword.Reveal(), Database: "postgres", Options: "sslmode=disable"}
 	migrator := sqlMigrator{`CREATE TABLE users (id int PRIMARY KEY, name text)`}
-	for b.Loop() {
-		ours, err := databaseThroughput(ctx, sb, schema, 8, n)
-		if err != nil {
-			b.Fatal(err)
-		}
-		jobs := make(chan struct{}, n)
-		for range n {
-			jobs <- struct{}{}
-		}
-		close(jobs)
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range jobs {
-					scope := &cleanups{TB: b}
-					db := pgtestdb.New(scope, conf, migrator)
-					if _, err := db.Exec(`SELECT 1`); err != nil {
-						b.Error(err)
-					}
-					scope.run()
-				}
-			}()
-		}
-		wg.Wait()
-		theirs := float64(n) / time.Since(start).Seconds()
-		b.ReportMetric(ours, "sandboxer-db/s")
-		b.ReportMetric(theirs, "pgtestdb-db/s")
-		b.ReportMetric(ours/theirs, "throughput-ratio")
+	pgtestdbOne := func(ctx context.Context) error {
+		scope := &cleanups{TB: b}
+		db := pgtestdb.New(scope, conf, migrator)
+		_, err := db.Exec(`SELECT 1`)
+		scope.run()
+		return err
 	}
+	isql := startIntegreSQL(b, c, migrator)
+	integreOne := func(ctx context.Context) error {
+		d, err := isql.take(ctx)
+		if err != nil {
+			return err
+		}
+		conn, err := connectURL(ctx, d.url())
+		if err == nil {
+			_, err = conn.Exec(ctx, `SELECT 1`)
+			conn.Close(ctx)
+		}
+		if err == nil {
+			err = isql.done(ctx, d)
+		}
+		return err
+	}
+	measure := func(name string, one func(context.Context) error) float64 {
+		cpu0, wall0 := containerCPU(b, ctr), time.Now()
+		rate, err := runThroughput(ctx, workers, n, dur, one)
+		if err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		cores := (containerCPU(b, ctr) - cpu0).Seconds() / time.Since(wall0).Seconds()
+		b.ReportMetric(rate, name+"-db/s")
+		b.ReportMetric(cores, name+"-server-cores")
+		return rate
+	}
+	for b.Loop() {
+		ours := measure("sandboxer", freshDatabase(sb, schema))
+		theirs := measure("pgtestdb", pgtestdbOne)
+		b.ReportMetric(ours/theirs, "throughput-ratio")
+		if isql != nil {
+			// IntegreSQL v1.1.0 sometimes hands out a database it is
+			// still recreating (it does not exist yet): counted, not fatal.
+			var failed atomic.Int64
+			measure("integresql", func(ctx context.Context) error {
+				if err := integreOne(ctx); err != nil {
+					if failed.Add(1) == 1 {
+						b.Logf("IntegreSQL: %v", err)
+					}
+					return errNotCounted
+				}
+				return nil
+			})
+			b.ReportMetric(float64(failed.Load()), "integresql-failed")
+		}
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// containerCPU is the CPU time the container used so far, from its
+// cgroup: usage_usec of cpu.stat (cgroup v2), else cpuacct.usage (v1).
+func containerCPU(tb testing.TB, ctr string) time.Duration {
+	out, err := exec.Command("docker", "exec", ctr, "sh", "-c",
+		`cat /sys/fs/cgroup/cpu.stat 2>/dev/null || echo "usage_ns $(cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null || cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage)"`).Output()
+	if err != nil {
+		tb.Fatalf("the CPU use of %s: %v", ctr, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		for prefix, unit := range map[string]time.Duration{"usage_usec ": time.Microsecond, "usage_ns ": time.Nanosecond} {
+			if v, ok := strings.CutPrefix(line, prefix); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					tb.Fatalf("the CPU use of %s: %q", ctr, line)
+				}
+				return time.Duration(n) * unit
+			}
+		}
+	}
+	tb.Fatalf("the CPU use of %s: no usage in %q", ctr, out)
+	return 0
 }

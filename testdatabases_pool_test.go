@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sandboxer/sandboxer"
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/databases"
 )
 
@@ -132,6 +135,51 @@ func TestPooledDatabases(t *testing.T) {
 		t.Fatal("a dropped database or role was handed out again")
 	}
 
+	// Every front takes from the pool: the library (above), and POST
+	// /v1/databases (serve's handler over loopback): a ready database is
+	// handed out, not a clone made for the call.
+	t.Run("api", func(t *testing.T) {
+		waitReady(t, sb, 2)
+		ready := readyNames(t, sb)
+		c := apiSide(t, sb)
+		d, err := c.Database(ctx, api.DatabaseBody{Address: "sandbox.db", SQL: []string{`CREATE TABLE users (id int PRIMARY KEY, name text NOT NULL)`}})
+		if err != nil {
+			t.Fatalf("POST /v1/databases: %v", err)
+		}
+		name := d.Env["SANDBOXER_POSTGRES_DB"]
+		if !ready[name] {
+			t.Errorf("the API handed out %s, not one of the ready %v", name, ready)
+		}
+		conn, err := connectURL(ctx, d.Env["SANDBOXER_POSTGRES_URL"])
+		if err != nil {
+			t.Fatalf("log in to the API's database: %v", err)
+		}
+		conn.Close(ctx)
+		// Its lease is the API's (ended by its TTL only), also when it
+		// was claimed ahead: rewritten after the hand-out.
+		admin := adminConn(t, sb)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var host string
+			var pid int
+			if err := admin.QueryRow(ctx, `SELECT host, pid FROM sbx_databases WHERE name = $1`, name).Scan(&host, &pid); err != nil {
+				t.Fatal(err)
+			}
+			if host == "remote" && pid == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the API's database's lease is host %q pid %d, want remote, 0", host, pid)
+			}
+		}
+		if err := c.DropDatabase(ctx, "sandbox.db", name); err != nil {
+			t.Fatal(err)
+		}
+		if conn, err := connectURL(ctx, d.Env["SANDBOXER_POSTGRES_URL"]); err == nil {
+			conn.Close(ctx)
+			t.Error("the API's database role logged in after its drop")
+		}
+	})
+
 	t.Run("throughput", func(t *testing.T) {
 		rate, err := databaseThroughput(ctx, sb, schema, 8, 40)
 		if err != nil {
@@ -174,47 +222,101 @@ func TestPooledDatabases(t *testing.T) {
 	})
 }
 
+// readyNames are the host's databases made ahead and never handed out:
+// ready in the pool, or claimed ahead by a process that keeps asking.
+func readyNames(t *testing.T, sb *sandboxer.Sandboxer) map[string]bool {
+	t.Helper()
+	rows, err := adminConn(t, sb).Query(context.Background(), `SELECT name FROM sbx_databases WHERE pooled OR host LIKE 'prefetch@%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
 // databaseThroughput hands out n databases from workers goroutines
 // (each connects, runs SELECT 1, drops it) and answers databases per
 // second.
 func databaseThroughput(ctx context.Context, sb *sandboxer.Sandboxer, m databases.Migration, workers, n int) (float64, error) {
-	jobs := make(chan int, n)
-	for i := range n {
-		jobs <- i
+	return runThroughput(ctx, workers, n, 0, freshDatabase(sb, m))
+}
+
+// freshDatabase is one test's database: handed out, connected to,
+// queried, dropped.
+func freshDatabase(sb *sandboxer.Sandboxer, m databases.Migration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: m})
+		if err != nil {
+			return err
+		}
+		c, err := connectURL(ctx, d.URL("postgres"))
+		if err == nil {
+			_, err = c.Exec(ctx, `SELECT 1`)
+			c.Close(ctx)
+		}
+		if err == nil {
+			err = sb.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"])
+		}
+		return err
 	}
-	close(jobs)
+}
+
+// errNotCounted is a failure one reports to runThroughput that it counts
+// neither as done nor as the end of the run.
+var errNotCounted = errors.New("not counted")
+
+// runThroughput runs one from workers goroutines, n times in all, or
+// (dur > 0) for dur, and answers how many a second were done.
+func runThroughput(ctx context.Context, workers, n int, dur time.Duration, one func(context.Context) error) (float64, error) {
+	var mu sync.Mutex
+	done := 0
+	var firstErr error
+	deadline := time.Now().Add(dur)
+	next := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr != nil {
+			return false
+		}
+		if dur > 0 {
+			return time.Now().Before(deadline)
+		}
+		if n <= 0 {
+			return false
+		}
+		n--
+		return true
+	}
 	var wg sync.WaitGroup
-	errs := make(chan error, workers)
 	start := time.Now()
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range jobs {
-				d, err := sb.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{Migration: m})
-				if err != nil {
-					errs <- err
-					return
+			for next() {
+				err := one(ctx)
+				mu.Lock()
+				switch {
+				case err == nil:
+					done++
+				case errors.Is(err, errNotCounted):
+				case firstErr == nil:
+					firstErr = err
 				}
-				c, err := connectURL(ctx, d.URL("postgres"))
-				if err == nil {
-					_, err = c.Exec(ctx, `SELECT 1`)
-					c.Close(ctx)
-				}
-				if err == nil {
-					err = sb.DropDatabase(ctx, "sandbox.db", d.Env["SANDBOXER_POSTGRES_DB"])
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, err
+	if firstErr != nil {
+		return 0, firstErr
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return float64(done) / time.Since(start).Seconds(), nil
 }

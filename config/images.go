@@ -36,6 +36,17 @@ func DefaultImages() []DefaultImage {
 	}
 }
 
+// DefaultImagesOf is DefaultImages' rows for one service, in order.
+func DefaultImagesOf(service string) []DefaultImage {
+	var out []DefaultImage
+	for _, d := range DefaultImages() {
+		if d.Service == service {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // packagedFeatures are the features of service that only some default
 // images provide: every Extra of its table rows.
 func packagedFeatures(service string) []string {

@@ -53,14 +53,12 @@ const (
 
 // defaultImageRef is the bare image of a catalog service, run when the
 // provider does not name one and the sandbox asks for no feature that
-// needs another (DefaultImages). A service without a known default runs
-// the image of its own name.
+// needs another: the service's first row of DefaultImages (the table is
+// in order of preference). A service without one runs the image of its
+// own name.
 func defaultImageRef(service string) string {
-	switch service {
-	case "postgres":
-		return "postgres:17"
-	case "redis":
-		return "redis:8"
+	if d := DefaultImagesOf(service); len(d) > 0 {
+		return d[0].Ref
 	}
 	return service
 }

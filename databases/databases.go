@@ -15,7 +15,8 @@
 //
 // Clones are also made ahead (pool.go): a ready clone's role cannot log
 // in until Take claims it and binds a verifier made for that hand-out; a
-// clone is handed out once and never put back.
+// clone is handed out once and never put back. A process that keeps
+// asking claims a few ahead (prefetch.go), handed out from memory.
 //
 // It works over a connection as the server's admin role, whatever runs
 // the server (a Docker container, a Kubernetes pod): it is PostgreSQL
@@ -34,6 +35,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,6 +83,11 @@ type Server struct {
 	host  string
 	port  int
 	pools *pools
+
+	tplMu sync.Mutex
+	ready map[string]bool // templates seen ready
+
+	prefetch prefetcher
 }
 
 // Open connects to the server with the default PoolConfig; adminURL is
@@ -111,6 +118,17 @@ func OpenWith(ctx context.Context, adminURL, host string, port int, pc PoolConfi
 		return nil, fmt.Errorf("databases: connect as admin: %w", err)
 	}
 	s := &Server{pool: pool, host: host, port: port, pools: newPools(pc, fill)}
+	// Made once per host: the take function is made last, with the
+	// table's columns, so its presence says the rest is there. A host
+	// that does not answer fails here (callers take this as its probe).
+	var made bool
+	if err := pool.QueryRow(ctx, `SELECT to_regprocedure('sbx_take_v1(text,text,boolean,interval,text,integer)') IS NOT NULL`).Scan(&made); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("databases: lease table: %w", err)
+	}
+	if made {
+		return s, nil
+	}
 	// Under a lock: processes opening the same host at once would race
 	// on the catalog (CREATE … IF NOT EXISTS is not atomic).
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -128,10 +146,12 @@ func OpenWith(ctx context.Context, adminURL, host string, port int, pc PoolConfi
 	return s, nil
 }
 
-// Close stops the background filling and closes the admin connections.
-// Ready databases stay for other processes (Reap drops them after an
-// hour).
+// Close stops the background filling (a clone under way is finished,
+// not thrown away) and closes the admin connections. Ready databases
+// stay for other processes (Reap drops them after an hour).
 func (s *Server) Close() {
+	s.pools.stop()
+	s.closePrefetch()
 	s.pools.close()
 	s.pool.Close()
 }
@@ -158,6 +178,11 @@ type Options struct {
 	// the HTTP API): its lease ends by TTL only, never because the
 	// process that created it on this machine (the server) is gone.
 	Remote bool
+	// ExactLease: the lease is the caller's when Take returns, also for
+	// a database claimed ahead (whose lease is otherwise rewritten just
+	// after): for a count of the databases held that must see it at once
+	// (a tenant's quota). It costs that hand-out a round trip.
+	ExactLease bool
 }
 
 // Database is one handed-out database.
@@ -266,21 +291,23 @@ func (s *Server) drop(ctx context.Context, name string) error {
 }
 
 // Reap drops every database whose lease passed, and those of a process
-// on this host that is gone (a test binary killed before its cleanup).
+// on this host that is gone (a test binary killed before its cleanup,
+// with what it held and any clone it was making for the pool).
 func (s *Server) Reap(ctx context.Context) (dropped []string, err error) {
 	host, _ := os.Hostname()
-	rows, err := s.pool.Query(ctx, `SELECT name, host, pid, expires_at < now() FROM sbx_databases`)
+	rows, err := s.pool.Query(ctx, `SELECT name, host, pid, pooled, expires_at < now() FROM sbx_databases`)
 	if err != nil {
 		return nil, fmt.Errorf("databases: reap: %w", err)
 	}
 	type lease struct {
 		name, host string
 		pid        int
+		pooled     bool
 		expired    bool
 	}
 	leases, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lease, error) {
 		var l lease
-		err := r.Scan(&l.name, &l.host, &l.pid, &l.expired)
+		err := r.Scan(&l.name, &l.host, &l.pid, &l.pooled, &l.expired)
 		return l, err
 	})
 	if err != nil {
@@ -288,7 +315,11 @@ func (s *Server) Reap(ctx context.Context) (dropped []string, err error) {
 	}
 	var errs []error
 	for _, l := range leases {
-		if l.expired || (l.host == host && l.pid > 0 && !processAlive(l.pid)) {
+		// A ready (pooled) database outlives the process that made it;
+		// one handed out, or one whose clone its maker did not finish,
+		// goes with its process.
+		mine := l.host == host || l.host == fillHost(host) || l.host == prefetchHost(host)
+		if l.expired || (!l.pooled && mine && l.pid > 0 && !processAlive(l.pid)) {
 			if err := s.drop(ctx, l.name); err != nil {
 				errs = append(errs, err)
 				continue

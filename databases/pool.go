@@ -67,6 +67,10 @@ func (e *BoundError) Error() string {
 	return fmt.Sprintf("databases: the host holds its bound of %d databases (PoolConfig.Bound); none was dropped within %s", e.Bound, e.Wait)
 }
 
+// cloneTimeout bounds one background clone (and so how long Close
+// waits for the clones under way).
+const cloneTimeout = 30 * time.Second
+
 // pooledLife is how long a ready database stays takeable; Reap drops it
 // after that (a process that made it may be long gone).
 const pooledLife = time.Hour
@@ -132,9 +136,15 @@ func newPools(cfg PoolConfig, fill *pgxpool.Pool) *pools {
 	return p
 }
 
-func (p *pools) close() {
+// stop ends the background work (clones under way are finished); close
+// then closes its connections.
+func (p *pools) stop() {
 	p.cancel()
 	p.wg.Wait()
+}
+
+func (p *pools) close() {
+	p.stop()
 	p.fill.Close()
 }
 
@@ -157,6 +167,16 @@ func (s *Server) Take(ctx context.Context, m Migration, o Options) (*Database, e
 	tpl, o, err := s.prepare(ctx, m, o)
 	if err != nil {
 		return nil, err
+	}
+	if d := s.fromPrefetch(tpl, o); d != nil {
+		if !o.ExactLease {
+			return d, nil
+		}
+		if err := s.leaseTo(ctx, d.Name, o); err != nil {
+			s.giveBackLater(d.Name)
+			return nil, fmt.Errorf("databases: lease %s: %w", d.Name, err)
+		}
+		return d, nil
 	}
 	sec, err := s.pools.secret()
 	if err != nil {
@@ -216,7 +236,7 @@ func (s *Server) waitBound(ctx context.Context) error {
 // lease: not ready in the pool, not being filled.
 func (s *Server) Held(ctx context.Context) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sbx_databases WHERE NOT pooled AND host <> 'pool' AND expires_at > now()`).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sbx_databases WHERE NOT pooled AND host <> 'pool' AND host NOT LIKE 'pool@%' AND host NOT LIKE 'prefetch@%' AND expires_at > now()`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("databases: count the databases handed out: %w", err)
 	}
 	return n, nil
@@ -289,7 +309,12 @@ func (s *Server) fillLoop(tpl string, t *templatePool) {
 		case <-p.ctx.Done():
 			return
 		}
-		err = s.clonePooled(p.ctx, tpl)
+		// Not cancelled by Close: a clone under way is finished (tens of
+		// milliseconds) and left ready for the next process, rather than
+		// thrown away; Close only stops new ones.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), cloneTimeout)
+		err = s.clonePooled(ctx, tpl)
+		cancel()
 		<-p.slots
 		if err != nil {
 			return
@@ -297,11 +322,18 @@ func (s *Server) fillLoop(tpl string, t *templatePool) {
 	}
 }
 
+// fillHost is the lease host of a clone being made (or made) for the
+// pool by a process of host h: while it is not yet pooled, Reap drops it
+// when that process is gone (killed mid-clone); once pooled it outlives
+// its maker, and Take writes the taker over it.
+func fillHost(h string) string { return "pool@" + h }
+
 // clonePooled makes one ready database of tpl: its role cannot log in.
 func (s *Server) clonePooled(ctx context.Context, tpl string) error {
 	name := "sbxt_" + randomHex(8)
-	if _, err := s.pools.fill.Exec(ctx, `INSERT INTO sbx_databases (name, role, template, expires_at, host, pid, pooled) VALUES ($1, $1, $2, now() + $3::interval, 'pool', 0, false)`,
-		name, tpl, fmt.Sprintf("%d seconds", int(pooledLife.Seconds()))); err != nil {
+	h, _ := os.Hostname()
+	if _, err := s.pools.fill.Exec(ctx, `INSERT INTO sbx_databases (name, role, template, expires_at, host, pid, pooled) VALUES ($1, $1, $2, now() + $3::interval, $4, $5, false)`,
+		name, tpl, fmt.Sprintf("%d seconds", int(pooledLife.Seconds())), fillHost(h), os.Getpid()); err != nil {
 		return fmt.Errorf("databases: pool lease: %w", err)
 	}
 	fail := func(err error) error {

@@ -39,7 +39,19 @@ func (s *Server) template(ctx context.Context, m Migration) (string, error) {
 	// "app-v2") may share any prefix.
 	sum := sha256.Sum256([]byte(m.Hash))
 	tpl := "sbxtpl_" + hex.EncodeToString(sum[:8])
+	// A template this server saw ready stays so (only a failing
+	// migration, before it is ready, drops one): no round trip per
+	// hand-out.
+	s.tplMu.Lock()
+	known := s.ready[tpl]
+	s.tplMu.Unlock()
+	if known {
+		return tpl, nil
+	}
 	if ready, err := s.templateReady(ctx, tpl); err != nil || ready {
+		if ready {
+			s.markReady(tpl)
+		}
 		return tpl, err
 	}
 	// The lock is held on a connection of its own, not one of the pool's:
@@ -55,6 +67,9 @@ func (s *Server) template(ctx context.Context, m Migration) (string, error) {
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, tpl) }()
 	if ready, err := s.templateReady(ctx, tpl); err != nil || ready {
+		if ready {
+			s.markReady(tpl)
+		}
 		return tpl, err
 	}
 	// A template left half-made by a process killed mid-migration.
@@ -95,7 +110,17 @@ func (s *Server) template(ctx context.Context, m Migration) (string, error) {
 			return "", fmt.Errorf("databases: seal template %s: %w", tpl, err)
 		}
 	}
+	s.markReady(tpl)
 	return tpl, nil
+}
+
+func (s *Server) markReady(tpl string) {
+	s.tplMu.Lock()
+	defer s.tplMu.Unlock()
+	if s.ready == nil {
+		s.ready = map[string]bool{}
+	}
+	s.ready[tpl] = true
 }
 
 func (s *Server) templateReady(ctx context.Context, tpl string) (bool, error) {

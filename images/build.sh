@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the local sandbox images from Debian packages; no container registry needed.
 #
-#   images/build.sh                   build whatever is missing (postgres and redis)
-#   images/build.sh postgres          build just one image (postgres | redis)
+#   images/build.sh                   build whatever is missing (postgres, redis, mysql, valkey)
+#   images/build.sh postgres          build just one image (postgres | redis | mysql | valkey)
 #   FORCE=1 images/build.sh           rebuild even if the images already exist (or -f)
 #   VERBOSE=1 images/build.sh         stream mmdebstrap / docker build output
 #
@@ -25,6 +25,10 @@ PG_IMAGE=sandboxer.local/postgres:17
 PG_BASE=sandboxer.local/base-postgres:trixie
 REDIS_IMAGE=sandboxer.local/redis:7
 REDIS_BASE=sandboxer.local/base-redis:bookworm
+MYSQL_IMAGE=sandboxer.local/mysql:11.8
+MYSQL_BASE=sandboxer.local/base-mysql:trixie
+VALKEY_IMAGE=sandboxer.local/valkey:8
+VALKEY_BASE=sandboxer.local/base-valkey:trixie
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'build.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -138,6 +142,31 @@ build_base_redis() {
   rm -f "$tar"
 }
 
+# MariaDB 11.8 (trixie; the LTS the official mariadb:lts has too). The package's
+# postinst initialises /var/lib/mysql; the image ships it empty, as the official
+# one does, so the entrypoint's first start initialises it with the caller's
+# passwords. The mysql user has the official images' uid/gid 999.
+build_base_mysql() {
+  local tar="$WORK/mysql-rootfs.tar"
+  debootstrap_tar trixie "$tar" \
+    --include=mariadb-server,mariadb-client,tzdata \
+    --essential-hook="$(add_user_hook mysql 999 /nonexistent /bin/false)" \
+    --customize-hook='rm -rf "$1"/var/lib/mysql/* "$1"/etc/ssl/private/ssl-cert-snakeoil.key "$1"/etc/ssl/certs/ssl-cert-snakeoil.pem'
+  run import-mysql docker import -m "images/build.sh: Debian trixie + MariaDB 11.8" "$tar" "$MYSQL_BASE"
+  rm -f "$tar"
+}
+
+# Valkey 8.1 (trixie). Debian packages no Valkey module (no valkey-search,
+# -json or -bloom in trixie), so the image has none.
+build_base_valkey() {
+  local tar="$WORK/valkey-rootfs.tar"
+  debootstrap_tar trixie "$tar" \
+    --include=valkey-server \
+    --essential-hook="$(add_user_hook valkey 999 /var/lib/valkey /usr/sbin/nologin)"
+  run import-valkey docker import -m "images/build.sh: Debian trixie + Valkey 8" "$tar" "$VALKEY_BASE"
+  rm -f "$tar"
+}
+
 # build_image <name> <final tag> <base tag>
 build_image() {
   local name=$1 image=$2 base=$3 t0=$SECONDS old=() id
@@ -165,7 +194,12 @@ pending() {
   local t image
   TODO=()
   for t in "$@"; do
-    image=$PG_IMAGE; [ "$t" = redis ] && image=$REDIS_IMAGE
+    case $t in
+      postgres) image=$PG_IMAGE ;;
+      redis) image=$REDIS_IMAGE ;;
+      mysql) image=$MYSQL_IMAGE ;;
+      valkey) image=$VALKEY_IMAGE ;;
+    esac
     if [ "$FORCE" = 1 ] || ! image_exists "$image"; then
       TODO+=("$t")
     else
@@ -180,12 +214,12 @@ main() {
     case $t in
       -f|--force) FORCE=1 ;;
       -v|--verbose) VERBOSE=1 ;;
-      postgres|redis) targets+=("$t") ;;
+      postgres|redis|mysql|valkey) targets+=("$t") ;;
       -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-      *) die "unknown argument: $t (want: postgres, redis, -f)" ;;
+      *) die "unknown argument: $t (want: postgres, redis, mysql, valkey, -f)" ;;
     esac
   done
-  [ ${#targets[@]} -gt 0 ] || targets=(postgres redis)
+  [ ${#targets[@]} -gt 0 ] || targets=(postgres redis mysql valkey)
 
   command -v docker >/dev/null || die "docker CLI not found"
   docker info >/dev/null 2>&1 || die "docker engine not reachable"
@@ -224,6 +258,8 @@ main() {
     case $t in
       postgres) build_image postgres "$PG_IMAGE" "$PG_BASE" ;;
       redis) build_image redis "$REDIS_IMAGE" "$REDIS_BASE" ;;
+      mysql) build_image mysql "$MYSQL_IMAGE" "$MYSQL_BASE" ;;
+      valkey) build_image valkey "$VALKEY_IMAGE" "$VALKEY_BASE" ;;
     esac
   done
   log "all done in $((SECONDS - t0))s"

@@ -231,10 +231,8 @@ func TemplateImages(cfg *config.Config) []string {
 			out = append(out, img.Ref)
 			continue
 		}
-		for _, d := range config.DefaultImages() {
-			if d.Service == "postgres" {
-				out = append(out, d.Ref)
-			}
+		for _, d := range config.DefaultImagesOf("postgres") {
+			out = append(out, d.Ref)
 		}
 	}
 	slices.Sort(out)

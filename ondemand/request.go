@@ -112,6 +112,32 @@ func (b *Broker) Request(ctx context.Context, req Request) (*Result, error) {
 	return b.provision(ctx, t, ch, prefix)
 }
 
+// Covered answers the recorded instance req names when the cache rule
+// covers the request as it stands (plan.Decide says NoOp), without its
+// lock and without a probe: for a caller whose next step reaches the
+// instance itself and falls back to Request when it does not answer (the
+// databases per test connect to its server as the admin). nil when
+// there is no such record, it is another tenant's, or the rule asks for
+// more (a create, a replace, an expiry): then Request.
+func (b *Broker) Covered(ctx context.Context, req Request) (*state.Record, error) {
+	t, err := b.resolve(ctx, req.Address, req.Key, false)
+	if err != nil {
+		return nil, err
+	}
+	in, err := b.desired(t, req)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := b.Store.Get(ctx, t.String())
+	if err != nil || rec == nil || !owns(ctx, rec) {
+		return nil, err
+	}
+	if plan.Decide(in, rec, nil, plan.Options{Now: b.now()}).Action != plan.NoOp {
+		return nil, nil
+	}
+	return rec, nil
+}
+
 // desired is the keyed instance the request asks for: the block's
 // template with the per-call extensions and ttl folded in.
 func (b *Broker) desired(t target, req Request) (*config.Instance, error) {

@@ -13,8 +13,10 @@
 //   - After Rotate returns, the old app credentials no longer log in, and
 //     sessions opened with them are closed (pg_terminate_backend, CLIENT
 //     KILL USER).
-//   - A Redis secret is changed in memory (the ACL file stays read-only);
-//     see Redis for what a restart means.
+//   - How each service rotates is the service's own (services.Service's
+//     Rotate: services/postgres, services/redis); a Redis secret is
+//     changed in memory (the ACL file stays read-only), see
+//     services/redis.Rotate for what a restart means.
 //   - TLS material is kept: the instance's CA is its own, is not secret,
 //     and was never handed out, so it stays unique to the claimant.
 //   - Secrets never appear in errors: messages name the service and the

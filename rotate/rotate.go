@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -46,14 +47,9 @@ func (n Network) Rotate(ctx context.Context, rec *state.Record) (map[string]stat
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, n.timeout())
 			defer cancel()
-			var err error
-			switch svc {
-			case "postgres":
-				err = Postgres(cctx, c, pw)
-			case "redis":
-				err = Redis(cctx, c, pw)
-			default:
-				err = fmt.Errorf("no way to rotate credentials of service %s", svc)
+			err := fmt.Errorf("no way to rotate credentials of service %s", svc)
+			if s, ok := services.Lookup(svc); ok {
+				err = s.Rotate(cctx, c, pw)
 			}
 			if err != nil {
 				errs[i] = scrub(fmt.Errorf("rotate %s credentials of %s: %w", svc, rec.Address, err), c.Password, c.AdminPassword, pw)

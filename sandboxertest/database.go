@@ -80,3 +80,63 @@ func envName(prefix, suffix string) string {
 	}
 	return prefix + "POSTGRES_" + suffix
 }
+
+// Databases hands out test databases of one on-demand block for a whole
+// test binary: the library (or the API client) is opened once, by
+// NewDatabases, so a hand-out is one round trip to the host, or none when
+// the library has claimed databases ahead (databases package), instead of
+// opening the configuration, the state and two admin logins per test as
+// Database does. Make it in TestMain and Close it there; Database is safe
+// for parallel tests.
+type Databases struct {
+	b       backend
+	address string
+	base    dbSettings
+}
+
+// NewDatabases opens what Databases hands out through: the library on the
+// configuration directory (Dir, default the nearest with *.sbx.hcl) or
+// the API (API, SANDBOXER_API_URL). opts are every hand-out's defaults;
+// Database's own options add to them.
+func NewDatabases(ctx context.Context, address string, opts ...DatabaseOption) (*Databases, error) {
+	s := dbSettings{settings: envSettings()}
+	for _, o := range opts {
+		o(&s)
+	}
+	s.opts.Prefix = s.prefix
+	b, err := s.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Databases{b: b, address: address, base: s}, nil
+}
+
+// Database hands the test a fresh database, as the function Database
+// does, and drops it (with its role) at t.Cleanup.
+func (d *Databases) Database(tb testing.TB, opts ...DatabaseOption) *Sandbox {
+	tb.Helper()
+	s := d.base
+	s.opts.SQL = append([]string(nil), d.base.opts.SQL...)
+	for _, o := range opts {
+		o(&s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	res, err := d.b.database(ctx, d.address, s.opts)
+	if err != nil {
+		tb.Fatalf("sandboxertest: database in %s: %v", d.address, err)
+	}
+	name := res.Env[envName(s.prefix, "DB")]
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := d.b.dropDatabase(ctx, d.address, name); err != nil {
+			tb.Errorf("sandboxertest: drop database %s: %v", name, err)
+		}
+	})
+	return &Sandbox{Sandbox: res}
+}
+
+// Close closes the library or client; databases still held by tests are
+// dropped at their own cleanups, which must run before.
+func (d *Databases) Close() { d.b.close() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/snapshot"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkReset(b *testing.B) {
 	for i := range 100 {
 		must(b, r.Set(ctx, "k"+itoa(i), "v", time.Hour).Err())
 	}
-	st := snapshot.Store{Dir: filepath.Join(b.TempDir(), "snapshots")}
+	st := snapshot.Store{Dir: filepath.Join(b.TempDir(), "snapshots"), Formats: services.SnapshotFormats}
 	if _, err := snapshot.Take(ctx, e.prov, st, rec, "base", time.Now()); err != nil {
 		b.Fatal(err)
 	}

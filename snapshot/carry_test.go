@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -31,7 +32,7 @@ func TestCarriedReplaceAndSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := state.Open(filepath.Join(dir, ".sandboxer", "state.db"))
-	st := snapshot.Store{Dir: filepath.Join(dir, ".sandboxer", "snapshots")}
+	st := snapshot.Store{Dir: filepath.Join(dir, ".sandboxer", "snapshots"), Formats: services.SnapshotFormats}
 	mover := snapshot.Mover{Engine: e.prov, SQL: e.prov, Store: st, Dir: dir}
 	ex := &apply.Executor{Provider: e.prov, Store: store, Lineage: e.lineage, Parallelism: 1, Data: mover}
 

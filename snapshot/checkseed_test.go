@@ -14,7 +14,7 @@ import (
 // have, before anything is created. No engine is needed: only the
 // snapshot's manifest is read.
 func TestCheckSeed(t *testing.T) {
-	st := Store{Dir: t.TempDir()}
+	st := Store{Dir: t.TempDir(), Formats: func(svc string) (FileFormat, bool) { return FileFormat{Name: svc, Ext: ".data"}, true }}
 	man := &Manifest{Name: "vec", Services: []string{"postgres", "redis"},
 		Features: map[string][]string{"postgres": {"vector"}, "redis": {}}}
 	err := st.Save(man, func(string, io.Writer) error { return nil })
@@ -22,6 +22,9 @@ func TestCheckSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := Mover{Store: st}
+	if err := (Store{Dir: t.TempDir()}).Save(man, func(string, io.Writer) error { return nil }); err == nil {
+		t.Error("a store that knows no service's format saved a snapshot")
+	}
 	ctx := context.Background()
 	both := []string{"postgres", "redis"}
 

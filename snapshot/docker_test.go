@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -33,7 +34,7 @@ func TestSnapshotRestoreReset(t *testing.T) {
 	must(t, r.Do(ctx, "FT.CREATE", "idx", "SCHEMA", "title", "TEXT").Err())
 	must(t, r.Do(ctx, "FT.ADD", "idx", "doc1", "1.0", "FIELDS", "title", "sandboxes").Err())
 
-	st := snapshot.Store{Dir: filepath.Join(t.TempDir(), "snapshots")}
+	st := snapshot.Store{Dir: filepath.Join(t.TempDir(), "snapshots"), Formats: services.SnapshotFormats}
 	man, err := snapshot.Take(ctx, e.prov, st, rec, "base", time.Now())
 	if err != nil {
 		t.Fatalf("take: %v", err)

@@ -129,8 +129,9 @@ func Latest(st Store, addr string) (*Manifest, error) {
 
 // Carry copies every service's data of from into to (its replacement),
 // through dumps in a private temporary directory that is removed after.
-// to must have every service and feature of from.
-func Carry(ctx context.Context, eng Engine, from, to *state.Record) error {
+// to must have every service and feature of from; formats names each
+// service's file (Store.Formats).
+func Carry(ctx context.Context, eng Engine, formats func(string) (FileFormat, bool), from, to *state.Record) error {
 	for _, svc := range from.Services {
 		if !slices.Contains(to.Services, svc) {
 			return fmt.Errorf("carry data: the replacement has no %s", svc)
@@ -146,7 +147,7 @@ func Carry(ctx context.Context, eng Engine, from, to *state.Record) error {
 		return fmt.Errorf("carry data: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	tmp := Store{Dir: dir}
+	tmp := Store{Dir: dir, Formats: formats}
 	man := &Manifest{Name: "carry", Services: slices.Sorted(slices.Values(from.Services))}
 	if err := tmp.Save(man, func(svc string, w io.Writer) error { return eng.Dump(ctx, from, svc, w) }); err != nil {
 		return fmt.Errorf("carry data: dump generation %d: %w", from.Generation, err)

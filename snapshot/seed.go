@@ -40,7 +40,7 @@ type Mover struct {
 
 // Carry copies from's data into to.
 func (m Mover) Carry(ctx context.Context, from, to *state.Record) error {
-	return Carry(ctx, m.Engine, from, to)
+	return Carry(ctx, m.Engine, m.Store.Formats, from, to)
 }
 
 // Seed loads the seed's snapshot, then runs its SQL files in order. A

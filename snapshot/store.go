@@ -46,6 +46,9 @@ func (e *ChecksumError) Error() string {
 // the user's, possibly sensitive, though never credentials.
 type Store struct {
 	Dir string
+	// Formats says what each service's file holds (services.SnapshotFormats);
+	// Save refuses a service it does not know.
+	Formats func(service string) (FileFormat, bool)
 }
 
 // Path is the directory of a snapshot.
@@ -79,7 +82,15 @@ func (s Store) Save(man *Manifest, write func(service string, w io.Writer) error
 	man.Format = ManifestFormat
 	man.Files = nil
 	for _, svc := range man.Services {
-		f, err := writeFile(tmp, svc, func(w io.Writer) error { return write(svc, w) })
+		var format FileFormat
+		known := false
+		if s.Formats != nil {
+			format, known = s.Formats(svc)
+		}
+		if !known {
+			return fmt.Errorf("snapshot %s: no snapshot format for service %s", man.Name, svc)
+		}
+		f, err := writeFile(tmp, svc, format, func(w io.Writer) error { return write(svc, w) })
 		if err != nil {
 			return fmt.Errorf("snapshot %s: %w", svc, err)
 		}
@@ -100,8 +111,8 @@ func (s Store) Save(man *Manifest, write func(service string, w io.Writer) error
 }
 
 // writeFile writes one service's data, hashing as it goes.
-func writeFile(dir, service string, write func(io.Writer) error) (File, error) {
-	name := service + fileExt(service)
+func writeFile(dir, service string, format FileFormat, write func(io.Writer) error) (File, error) {
+	name := service + format.Ext
 	out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return File{}, err
@@ -113,21 +124,15 @@ func writeFile(dir, service string, write func(io.Writer) error) (File, error) {
 	if err := errors.Join(werr, cerr); err != nil {
 		return File{}, err
 	}
-	return File{Service: service, Name: name, Format: fileFormat(service), Size: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return File{Service: service, Name: name, Format: format.Name, Size: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
-func fileExt(service string) string {
-	if service == "postgres" {
-		return ".pgdump"
-	}
-	return ".jsonl"
-}
-
-func fileFormat(service string) string {
-	if service == "postgres" {
-		return FormatPGCustom
-	}
-	return FormatRedisDump
+// FileFormat is what one service's snapshot file holds: the format's
+// name in the manifest and the file's extension. Each service says its
+// own (services.Service's SnapshotFormat).
+type FileFormat struct {
+	Name string // e.g. FormatPGCustom
+	Ext  string // e.g. ".pgdump"
 }
 
 // Load reads a snapshot's manifest.

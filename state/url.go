@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/sandboxer/sandboxer/config"
 )
 
 // URL is the connection URL for a service's handed-out credentials. It
@@ -23,34 +25,35 @@ func (c Credentials) NetworkURL(service string) string {
 	return c.endpointURL(service, c.NetworkHost, c.NetworkPort)
 }
 
-// endpointURL builds the URL for one endpoint. With TLS, PostgreSQL URLs
-// ask libpq and pgx to verify the server against the instance's CA file
+// endpointURL builds the URL for one endpoint in the service's shape
+// (config.ServiceURLShape): with TLS, PostgreSQL URLs ask libpq and pgx
+// to verify the server against the instance's CA file
 // (sslmode=verify-full) and Redis URLs use the rediss scheme; Redis
 // clients take the CA from SANDBOXER_REDIS_CA (redis-cli --cacert).
 func (c Credentials) endpointURL(service, host string, port int) string {
 	u := url.URL{
-		User: url.UserPassword(c.User, c.Password.Reveal()),
-		Host: net.JoinHostPort(host, strconv.Itoa(port)),
+		User:   url.UserPassword(c.User, c.Password.Reveal()),
+		Host:   net.JoinHostPort(host, strconv.Itoa(port)),
+		Scheme: service,
 	}
-	switch service {
-	case "postgres":
-		u.Scheme = "postgres"
+	shape, ok := config.ServiceURLShape(service)
+	if !ok {
+		return u.String()
+	}
+	u.Scheme, u.Path, u.RawQuery = shape.Scheme, shape.Path, shape.Query
+	if shape.DatabasePath {
 		u.Path = "/" + c.Database
-		u.RawQuery = "sslmode=disable"
-		if c.CA != "" {
-			u.RawQuery = "sslmode=verify-full"
-			if c.CAFile != "" {
-				u.RawQuery += "&sslrootcert=" + queryPath(c.CAFile)
-			}
+	}
+	if c.CA != "" {
+		if shape.TLSScheme != "" {
+			u.Scheme = shape.TLSScheme
 		}
-	case "redis":
-		u.Scheme = "redis"
-		if c.CA != "" {
-			u.Scheme = "rediss"
+		if shape.TLSQuery != "" {
+			u.RawQuery = shape.TLSQuery
 		}
-		u.Path = "/0"
-	default:
-		u.Scheme = service
+		if c.CAFile != "" && shape.CAFileParam != "" {
+			u.RawQuery += "&" + shape.CAFileParam + "=" + queryPath(c.CAFile)
+		}
 	}
 	return u.String()
 }

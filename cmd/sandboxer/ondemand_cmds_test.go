@@ -26,6 +26,7 @@ func onDemandCmds() map[string]func(ts *testscript.TestScript, neg bool, args []
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"jsonfield":    cmdJSONField,
 		"envof":        cmdEnvOf,
+		"envvar":       cmdEnvVar,
 		"samecreds":    cmdSameCreds,
 		"waitlabelled": cmdWaitLabelled,
 		"waitfile":     cmdWaitFile,
@@ -81,6 +82,24 @@ func cmdEnvOf(ts *testscript.TestScript, neg bool, args []string) {
 	b, err := json.Marshal(env)
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), b, 0o600))
+}
+
+// cmdEnvVar sets the script's variable VAR to NAME of an env JSON file
+// (envof's), for a value a later command takes as an argument (a
+// database's name, never a password).
+//
+//	envvar ENVJSON NAME VAR
+func cmdEnvVar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: envvar ENVJSON NAME VAR")
+	}
+	var env map[string]string
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &env))
+	v, ok := env[args[1]]
+	if !ok || strings.Contains(args[1], "PASSWORD") || strings.Contains(args[1], "URL") {
+		ts.Fatalf("envvar: %s has no %s, or it holds a secret", args[0], args[1])
+	}
+	ts.Setenv(args[2], v)
 }
 
 // cmdSameCreds checks that request responses carry identical credentials

@@ -2,20 +2,14 @@ package docker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 
 	"github.com/docker/docker/api/types/image"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // capabilityFormat versions what an inspection finds and how it is cached;
@@ -45,9 +39,7 @@ type imageFacts struct {
 // set, serve later runs, so only the first plan on a machine pays for the
 // inspection.
 type capCache struct {
-	dir    string
-	mu     sync.Mutex
-	mem    map[string]imageFacts
+	kit.FactsCache[imageFacts]
 	flight singleflight.Group
 }
 
@@ -56,40 +48,14 @@ type capCache struct {
 // It runs at plan time so that a missing image or feature shows before
 // apply changes anything. Images are inspected at once, in parallel.
 func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabilities, error) {
-	caps := plan.Capabilities{}
-	var mu sync.Mutex
-	imgs := make(map[plan.ImageUse]config.Image, len(uses))
-	for _, u := range uses {
-		if err := p.cat.CheckService(u.Service); err != nil {
-			return nil, fmt.Errorf("check %s: %w", u.Service, err)
-		}
-		img, err := p.imageFor(u.Service, u.Ref, nil)
+	return kit.Check(ctx, uses, p.cat, p.cfg, func(ctx context.Context, service string, img config.Image) (plan.ImageCapabilities, error) {
+		ii, err := p.ensureImage(ctx, service, img.Ref)
 		if err != nil {
-			return nil, fmt.Errorf("check %s: %w", u.Service, err)
+			return plan.ImageCapabilities{}, err
 		}
-		imgs[u] = img
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for u, img := range imgs {
-		g.Go(func() error {
-			ii, err := p.ensureImage(gctx, u.Service, img.Ref)
-			if err != nil {
-				return err
-			}
-			f, err := p.imageFacts(gctx, u.Service, img, ii)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			caps[u] = f.ImageCapabilities
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return caps, nil
+		f, err := p.imageFacts(ctx, service, img, ii)
+		return f.ImageCapabilities, err
+	})
 }
 
 // imageFacts returns what the image provides for service and how it runs
@@ -99,7 +65,7 @@ func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabi
 func (p *Provider) imageFacts(ctx context.Context, service string, img config.Image, ii image.InspectResponse) (imageFacts, error) {
 	ref := img.Ref
 	key := p.capabilityKey(service, img, ii.ID)
-	if f, ok := p.cachedFacts(key); ok {
+	if f, ok := p.caps.Get(key); ok {
 		f.Image = ref
 		return f, nil
 	}
@@ -117,7 +83,9 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 		if err != nil {
 			return nil, err
 		}
-		p.storeFacts(key, f)
+		cached := f
+		cached.Image = "" // the same image may go by other names
+		p.caps.Put(key, cached)
 		return f, nil
 	})
 	if err != nil {
@@ -131,71 +99,12 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 // capabilityKey names one inspection: the image, the service it runs as,
 // the module paths configured for it and the allowlist it was filtered by.
 func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
-	for _, f := range sortedKeys(img.Modules) {
-		fmt.Fprintf(h, "%s=%s\x00", f, img.Modules[f])
-	}
-	for _, f := range p.cat.Allowed(service) {
-		fmt.Fprintf(h, "%s\x00", f)
-	}
-	// The service leads the file name, for people looking at the cache.
-	return service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
-}
-
-// cachedFacts looks in memory, then on disk. A cache file that cannot be
-// read is ignored: the image is inspected again.
-func (p *Provider) cachedFacts(key string) (imageFacts, bool) {
-	c := &p.caps
-	c.mu.Lock()
-	f, ok := c.mem[key]
-	c.mu.Unlock()
-	if ok || c.dir == "" {
-		return f, ok
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
-	if err != nil || json.Unmarshal(b, &f) != nil || f.Features == nil {
-		return imageFacts{}, false
-	}
-	c.mu.Lock()
-	if c.mem == nil {
-		c.mem = map[string]imageFacts{}
-	}
-	c.mem[key] = f
-	c.mu.Unlock()
-	return f, true
-}
-
-// storeFacts remembers an inspection. Writing the cache file is best
-// effort: without it the next run inspects again, which is slower but
-// gives the same answer.
-func (p *Provider) storeFacts(key string, f imageFacts) {
-	c := &p.caps
-	c.mu.Lock()
-	if c.mem == nil {
-		c.mem = map[string]imageFacts{}
-	}
-	c.mem[key] = f
-	c.mu.Unlock()
-	if c.dir == "" {
-		return
-	}
-	f.Image = "" // the same image may go by other names
-	b, err := json.Marshal(f)
-	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, key+".json")) != nil {
-		os.Remove(tmp.Name())
-	}
+	return kit.CapabilityKey("", capabilityFormat, service, imageID, img.Modules, p.cat.Allowed(service))
 }
 
 // SetCacheDir sets where inspections of images are cached across runs (""
 // keeps them in memory only). Call it before the first Check.
-func (p *Provider) SetCacheDir(dir string) { p.caps.dir = dir }
+func (p *Provider) SetCacheDir(dir string) { p.caps.Dir = dir }
+
+// Inspected reports a whole inspection (kit.Inspection).
+func (f imageFacts) Inspected() bool { return f.Features != nil }

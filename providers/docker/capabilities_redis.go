@@ -17,6 +17,9 @@ import (
 	"github.com/sandboxer/sandboxer/plan"
 )
 
+// redisPort is the port of the inspection container (the image's).
+const redisPort = nat.Port("6379/tcp")
+
 // redisCapabilities finds which allowed features a redis image can
 // provide by loading them, not by looking for files: a module file can be
 // missing, built for another Redis or another CPU, and a module the image
@@ -123,17 +126,6 @@ func publishedPort(ci container.InspectResponse, port nat.Port) (int, error) {
 		return 0, fmt.Errorf("%w during start with code %d", errExited, ci.State.ExitCode)
 	}
 	return 0, fmt.Errorf("no host port published for %s", port)
-}
-
-// verifiedModules returns the allowed redis features this provider has
-// seen load in image imageID run as img (an earlier Check), with
-// versions; none when it has not inspected the image.
-func (p *Provider) verifiedModules(img config.Image, imageID string) map[string]string {
-	f, ok := p.cachedFacts(p.capabilityKey("redis", img, imageID))
-	if !ok {
-		return nil
-	}
-	return f.Features
 }
 
 // moduleLoadError explains a failed MODULE LOAD: the reply only says to

@@ -99,7 +99,7 @@ func (p *Provider) createContainer(ctx context.Context, b *build, spec container
 }
 
 // startContainer starts a created container, lets the services ranked
-// after it begin (see startRank), and returns the host port the engine
+// after it begin (see services.StartRank), and returns the host port the engine
 // picked for port.
 func (p *Provider) startContainer(ctx context.Context, b *build, service, id, name string, port nat.Port) (int, error) {
 	if err := p.attachUserNetworks(ctx, b, id, name); err != nil {

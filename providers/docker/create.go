@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -11,6 +13,8 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -18,7 +22,7 @@ import (
 // results of each service.
 type build struct {
 	req    apply.CreateRequest
-	scrub  redact.Scrubber // every secret of this instance; filled before any start
+	scrub  redact.Scrubber // every secret of this instance; during the starts, only through addSecrets and scrubText
 	starts *startGates
 	// pgVerifier is the SCRAM verifier of the postgres app password, for
 	// the init script (pginit.go).
@@ -36,6 +40,21 @@ type build struct {
 	versions   map[string]map[string]string
 }
 
+// addSecrets and scrubText share the scrubber between the services'
+// starts, which run at once: a start may add a secret it derives while
+// another's error is scrubbed.
+func (b *build) addSecrets(secrets ...state.Secret) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.scrub.Add(secrets...)
+}
+
+func (b *build) scrubText(s string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.scrub.Text(s)
+}
+
 func (b *build) addContainer(service, id, name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -49,7 +68,7 @@ func (b *build) done(service string, c state.Credentials, available map[string]s
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.creds[service] = c
-	b.available[service] = sortedKeys(available)
+	b.available[service] = slices.Sorted(maps.Keys(available))
 	b.versions[service] = available
 }
 
@@ -62,7 +81,7 @@ func (b *build) done(service string, c state.Credentials, available map[string]s
 // labelled with it can only be leftovers of an interrupted Create (state is
 // written after Create returns), so they are removed first.
 func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
-	images, err := p.validate(req)
+	images, err := kit.ValidateRequest(req, p.cat, p.cfg, p.CADir)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
 	}
@@ -150,14 +169,18 @@ func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.
 			if err := b.starts.wait(gctx, svc); err != nil {
 				return err
 			}
+			// PostgreSQL starts from a template data directory
+			// (postgres.go, pgtemplate.go); every other service as it
+			// says (start.go).
+			s, ok := services.Lookup(svc)
 			var err error
-			switch svc {
-			case "postgres":
-				err = p.startPostgres(gctx, b, feats, creds[svc])
-			case "redis":
-				err = p.startRedis(gctx, b, feats, creds[svc])
-			default:
+			switch {
+			case !ok:
 				err = fmt.Errorf("service %s is not supported by the docker provider", svc)
+			case svc == "postgres":
+				err = p.startPostgres(gctx, b, feats, creds[svc])
+			default:
+				err = p.startService(gctx, b, s, feats, creds[svc])
 			}
 			return p.withLog(gctx, b, svc, err)
 		})
@@ -192,7 +215,7 @@ func (p *Provider) withLog(ctx context.Context, b *build, svc string, err error)
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrub.Text(p.logTail(lctx, id, logTailLines))}
+	return &serviceError{Service: svc, Container: name, Err: err, Log: b.scrubText(p.logTail(lctx, id, logTailLines))}
 }
 
 // cleanup removes what a failed Create made. It uses a fresh context so that
@@ -217,51 +240,14 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 	return errors.Join(errs...)
 }
 
-// validate re-checks the request against the catalog: it is the security
-// boundary, so the provider does not rely on config validation alone.
-// It returns the image each service runs.
-func (p *Provider) validate(req apply.CreateRequest) (map[string]config.Image, error) {
-	if req.Address == "" || req.Lineage == "" || req.Generation < 1 {
-		return nil, fmt.Errorf("invalid request: address, lineage and a generation ≥ 1 are required")
-	}
-	if len(req.Features) == 0 {
-		return nil, errors.New("invalid request: no services")
-	}
-	if req.Database != "" {
-		if err := config.CheckDatabase(req.Database); err != nil {
-			return nil, fmt.Errorf("invalid request: %w", err)
-		}
-	}
-	images := map[string]config.Image{}
-	for _, svc := range req.Features.Services() {
-		for _, f := range req.Features[svc] {
-			if err := p.cat.CheckFeature(svc, f); err != nil {
-				return nil, err
-			}
-		}
-		if err := p.cat.CheckService(svc); err != nil {
-			return nil, err
-		}
-		img, err := p.imageFor(svc, req.Images[svc], req.Features[svc])
-		if err != nil {
-			return nil, err
-		}
-		images[svc] = img
-	}
-	if req.Publish.TLS && p.CADir == "" {
-		return nil, errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
-	}
-	return images, nil
-}
-
 // newCredentials generates fresh random passwords for every service;
 // postgres's role owns database ("" for appDatabase).
-func (p *Provider) newCredentials(services []string, database string) (map[string]state.Credentials, error) {
+func (p *Provider) newCredentials(svcs []string, database string) (map[string]state.Credentials, error) {
 	if database == "" {
 		database = appDatabase
 	}
 	out := map[string]state.Credentials{}
-	for _, svc := range services {
+	for _, svc := range svcs {
 		app, err := redact.NewPassword()
 		if err != nil {
 			return nil, err
@@ -277,7 +263,7 @@ func (p *Provider) newCredentials(services []string, database string) (map[strin
 			AdminUser:     adminUser,
 			AdminPassword: admin,
 		}
-		if svc == "postgres" {
+		if s, ok := services.Lookup(svc); ok && s.NamesDatabase() {
 			c.Database = database
 		}
 		out[svc] = c

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -34,7 +37,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 			lineage = labels[LabelLineage]
 		}
 	}
-	for _, svc := range sortedKeys(rec.Resources.Containers) {
+	for _, svc := range slices.Sorted(maps.Keys(rec.Resources.Containers)) {
 		id := rec.Resources.Containers[svc]
 		ci, err := p.cli.ContainerInspect(ctx, id)
 		if cerrdefs.IsNotFound(err) {
@@ -98,7 +101,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 			errs = append(errs, fmt.Errorf("lineage network: %w", err))
 		}
 	}
-	errs = append(errs, removeCAFiles(rec))
+	errs = append(errs, kit.RemoveCAFiles(rec))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete %s: %w", rec.Address, err)
 	}

@@ -15,6 +15,10 @@
 // service user that owns copied files (serviceuser.go), the modules the
 // image loads by itself, where its data directory and VOLUMEs lie.
 //
+// Every service but PostgreSQL starts as services.Service's Start says
+// (start.go) and is checked by its Ready; what this runtime does as the
+// Kubernetes runtime does is in providers/internal/kit.
+//
 // PostgreSQL starts from a template data directory (pgtemplate.go): a
 // labelled volume per image ID and initialisation settings, made once by
 // the image's own entrypoint in a throwaway container and copied into

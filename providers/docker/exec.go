@@ -1,17 +1,16 @@
 package docker
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // execIn runs cmd inside a running container as user, streaming its
@@ -34,7 +33,7 @@ func (p *Provider) execIn(ctx context.Context, id, user string, cmd []string, st
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	var stderr tailBuffer
+	var stderr kit.TailBuffer
 	done := make(chan error, 1)
 	go func() {
 		_, err := stdcopy.StdCopy(stdout, &stderr, att.Reader)
@@ -73,26 +72,13 @@ func (p *Provider) execIn(ctx context.Context, id, user string, cmd []string, st
 	return nil
 }
 
-// tailBuffer keeps the last 4 KiB written to it: enough of an error.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 4096; over > 0 {
-		t.b = t.b[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
-
 // copyIn puts local files into a running container under dir (created,
 // mode 0755; files 0644 so the service user can read them whatever its
 // uid), streamed rather than buffered: a dump can be large. name → local path.
 func (p *Provider) copyIn(ctx context.Context, id, dir string, files map[string]string, inline map[string][]byte) error {
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(writeTar(pw, dir, files, inline))
+		pw.CloseWithError(kit.WriteTar(pw, dir, files, inline))
 	}()
 	err := p.cli.CopyToContainer(ctx, id, "/", pr, container.CopyToContainerOptions{})
 	pr.CloseWithError(io.ErrClosedPipe)
@@ -100,39 +86,4 @@ func (p *Provider) copyIn(ctx context.Context, id, dir string, files map[string]
 		return p.engineErr("copy files into container "+shortID(id), err)
 	}
 	return nil
-}
-
-func writeTar(w io.Writer, dir string, files map[string]string, inline map[string][]byte) error {
-	tw := tar.NewWriter(w)
-	now := time.Now()
-	d := strings.Trim(dir, "/") + "/"
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
-		return err
-	}
-	for name, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		st, err := f.Stat()
-		if err == nil {
-			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: st.Size(), ModTime: now})
-		}
-		if err == nil {
-			_, err = io.Copy(tw, f)
-		}
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	for name, b := range inline {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: int64(len(b)), ModTime: now}); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, bytes.NewReader(b)); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
 }

@@ -27,7 +27,7 @@ func (p *Provider) startPostgresFromTemplate(ctx context.Context, b *build, c st
 	if err != nil {
 		return nil, c, err
 	}
-	b.scrub.Add(state.Secret(adminVerifier))
+	b.addSecrets(state.Secret(adminVerifier))
 	if p.onSecrets != nil {
 		p.onSecrets(adminVerifier)
 	}

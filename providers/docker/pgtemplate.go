@@ -262,7 +262,7 @@ func (p *Provider) buildTemplate(ctx context.Context, b *build, tb templateBuild
 	if err != nil {
 		return nil, err
 	}
-	b.scrub.Add(throwaway)
+	b.addSecrets(throwaway)
 	if p.onSecrets != nil {
 		p.onSecrets(throwaway.Reveal())
 	}
@@ -307,7 +307,7 @@ func (p *Provider) buildTemplate(ctx context.Context, b *build, tb templateBuild
 	case r := <-exited:
 		if r.StatusCode != 0 {
 			return nil, fmt.Errorf("template of %s: the image's entrypoint exited with code %d; its log:\n%s",
-				tb.ref, r.StatusCode, b.scrub.Text(p.logTail(cctx, id, logTailLines)))
+				tb.ref, r.StatusCode, b.scrubText(p.logTail(cctx, id, logTailLines)))
 		}
 	case err := <-waitErr:
 		return nil, fmt.Errorf("template of %s: %w", tb.ref, p.engineErr("wait for template builder", err))

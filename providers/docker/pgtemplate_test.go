@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -496,7 +498,7 @@ func TestTemplateIndistinguishable(t *testing.T) {
 			t.Fatalf("%s: no rows to compare", q)
 		}
 	}
-	for _, q := range sortedKeys(views["scratch"]) {
+	for _, q := range slices.Sorted(maps.Keys(views["scratch"])) {
 		if d := cmpLines(views["scratch"][q], views["template"][q]); d != "" {
 			t.Errorf("%s differs (- scratch, + template):\n%s", q, d)
 		}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +40,7 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	for _, c := range rec.Credentials {
 		scrub.Add(c.Password, c.AdminPassword)
 	}
-	svcs := sortedKeys(rec.Credentials)
+	svcs := slices.Sorted(maps.Keys(rec.Credentials))
 	errs := make([]error, len(svcs))
 	var wg sync.WaitGroup
 	for i, svc := range svcs {

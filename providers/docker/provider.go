@@ -152,9 +152,3 @@ func (p *Provider) probeTimeout() time.Duration {
 	}
 	return DefaultProbeTimeout
 }
-
-// imageFor is the image a service runs (config.Provider.ImageForRef: a
-// saved plan can start no image but the configured or a default one).
-func (p *Provider) imageFor(service, ref string, feats []string) (config.Image, error) {
-	return p.cfg.ImageForRef(service, ref, feats)
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -62,7 +62,7 @@ func (p *Provider) prepareReach(ctx context.Context, b *build, creds map[string]
 		hosts = append(hosts, name)
 		if len(req.Networks) > 0 {
 			c.NetworkHost = name
-			c.NetworkPort = containerPort(svc)
+			c.NetworkPort = services.Port(svc)
 		}
 		creds[svc] = c
 	}
@@ -73,7 +73,7 @@ func (p *Provider) prepareReach(ctx context.Context, b *build, creds map[string]
 	if err != nil {
 		return err
 	}
-	file, err := writeCAFile(p.CADir, caFileName(req.Lineage, req.Address, req.Generation), t.caPEM)
+	file, err := kit.WriteCAFile(p.CADir, caFileName(req.Lineage, req.Address, req.Generation), t.caPEM)
 	if err != nil {
 		return err
 	}
@@ -99,15 +99,7 @@ func (r *buildReach) cleanup() error {
 // caFileName names an instance's CA file like its containers, without the
 // service: one CA serves both.
 func caFileName(lineage, address string, generation int) string {
-	return fmt.Sprintf("sbx-%s-%s-g%d", lineagePart(lineage), addressPart(address), generation)
-}
-
-// containerPort is the port a service listens on inside its container.
-func containerPort(svc string) int {
-	if s, ok := services.Lookup(svc); ok {
-		return s.Port()
-	}
-	return 0
+	return instanceName(lineage, address, generation)
 }
 
 // attachUserNetworks connects a created, not yet started container to the
@@ -159,9 +151,5 @@ func (p *Provider) removeOrphanCAFile(m Managed) error {
 	if !ok || m.Service == "" {
 		base = caFileName(m.Lineage, m.Address, m.Generation)
 	}
-	path := filepath.Join(p.CADir, base+".ca.pem")
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("remove CA file: %w", err)
-	}
-	return nil
+	return kit.RemoveCAFile(p.CADir, base)
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -116,9 +117,9 @@ func TestUserNetworkEndpoint(t *testing.T) {
 	pg, rd := created.Credentials["postgres"], created.Credentials["redis"]
 	for svc, c := range created.Credentials {
 		want := containerName(lineage, req.Address, 1, svc)
-		if c.NetworkHost != want || c.NetworkPort != containerPort(svc) || c.Host != "127.0.0.1" || c.CA != "" {
+		if c.NetworkHost != want || c.NetworkPort != services.Port(svc) || c.Host != "127.0.0.1" || c.CA != "" {
 			t.Errorf("%s: network endpoint %s:%d, host %s, CA %t; want %s:%d on 127.0.0.1 without CA",
-				svc, c.NetworkHost, c.NetworkPort, c.Host, c.CA != "", want, containerPort(svc))
+				svc, c.NetworkHost, c.NetworkPort, c.Host, c.CA != "", want, services.Port(svc))
 		}
 	}
 	if !strings.HasPrefix(pg.NetworkURL("postgres"), "postgres://app:") || !strings.Contains(pg.NetworkURL("postgres"), "@"+pg.NetworkHost+":5432/app?sslmode=disable") {

@@ -2,15 +2,10 @@ package docker
 
 import (
 	"crypto/tls"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sandboxer/sandboxer/internal/certs"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
-	redissvc "github.com/sandboxer/sandboxer/services/redis"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -71,61 +66,7 @@ func postgresHBA() containerFile {
 	return containerFile{Path: secretPath(pgHBAName), Mode: 0o644, Content: pgsvc.TLSOnlyHBA()}
 }
 
-// redisTLSArgs replace the plain port by a TLS one on the same number;
-// clients are not asked for certificates (they log in with ACL users).
-func redisTLSArgs() []string {
-	return redissvc.TLSArgs(secretPath(tlsCertName), secretPath(tlsKeyName), secretPath(tlsCAName))
-}
-
 // clientTLS is the client side for credentials that carry a CA, nil for
 // plain ones: verify the server against the instance's CA under the name
 // the client dials, as sslmode=verify-full does.
 func clientTLS(c state.Credentials, host string) (*tls.Config, error) { return c.ClientTLS(host) }
-
-// writeCAFile writes the CA for clients (sslrootcert, redis-cli --cacert)
-// as dir/name.ca.pem, mode 0600 in a 0700 directory, and returns its
-// absolute path.
-func writeCAFile(dir, name string, caPEM []byte) (string, error) {
-	if dir == "" {
-		return "", errors.New("TLS needs a directory for CA files, and the provider has none")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return "", fmt.Errorf("create CA directory: %w", err)
-	}
-	path := filepath.Join(abs, name+".ca.pem")
-	tmp, err := os.CreateTemp(abs, ".ca-*")
-	if err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(caPEM); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	return path, nil
-}
-
-// removeCAFiles removes the CA files recorded for an instance; one already
-// gone counts as removed.
-func removeCAFiles(rec *state.Record) error {
-	var errs []error
-	for _, c := range rec.Credentials {
-		if c.CAFile == "" {
-			continue
-		}
-		if err := os.Remove(c.CAFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove CA file: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}

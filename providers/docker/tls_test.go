@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // The server certificate chains to the instance CA for every name a
@@ -49,7 +51,7 @@ func TestInstanceTLSNames(t *testing.T) {
 
 func TestCAFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ca")
-	path, err := writeCAFile(dir, caFileName("lin-1234567890", "sandbox.x", 2), []byte("pem"))
+	path, err := kit.WriteCAFile(dir, caFileName("lin-1234567890", "sandbox.x", 2), []byte("pem"))
 	if err != nil {
 		t.Fatal(err)
 	}

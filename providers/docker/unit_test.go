@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
@@ -52,7 +54,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("lineages %q and %q share the instance name %q", pair[0], pair[1], x)
 		}
 	}
-	if got := lineagePart("snaptest-0a1b2c3d"); !strings.HasPrefix(got, "snap-") || len(got) != 12 {
+	if got := kit.LineagePart("snaptest-0a1b2c3d", sanitize); !strings.HasPrefix(got, "snap-") || len(got) != 12 {
 		t.Errorf("lineagePart(snaptest-…) = %q, want snap- and 7 hash digits", got)
 	}
 	if got, long := containerName("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", `sandbox.x["`+strings.Repeat("k", 80)+`"]`, 9999, "postgres"), 63; len(got) > long {

@@ -79,7 +79,7 @@ func TestVariantPostgresUID70TLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, ok := p.cachedFacts(p.capabilityKey("postgres", p.cfg.Images["postgres"], ii.ID)); !ok || f.Owner != (fileOwner{70, 70}) {
+	if f, ok := p.caps.Get(p.capabilityKey("postgres", p.cfg.Images["postgres"], ii.ID)); !ok || f.Owner != (fileOwner{70, 70}) {
 		t.Errorf("inspection found owner %+v (cached %v), want uid/gid 70", f.Owner, ok)
 	}
 	if _, ok := caps[use("postgres")].Features["vector"]; !ok {

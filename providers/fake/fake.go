@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -100,7 +101,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 	for i, svc := range req.Features.Services() {
 		c := state.Credentials{Host: "127.0.0.1", Port: 20000 + (p.n*10+i)%40000, User: "app",
 			Password: state.Secret(randomHex()), AdminUser: "sbx_admin", AdminPassword: state.Secret(randomHex())}
-		if svc == "postgres" {
+		if s, ok := services.Lookup(svc); ok && s.NamesDatabase() {
 			c.Database = req.Database
 			if c.Database == "" {
 				c.Database = config.DefaultDatabase

@@ -2,21 +2,16 @@ package kubernetes
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // capabilityFormat versions what an inspection finds and how it is
@@ -49,15 +44,14 @@ var keptEnv = []string{"PATH", "TZ", "PG_MAJOR", "PGDATA", "LANG"}
 // later runs. refs remembers, for this process, which image ID a
 // reference ran as, so that Create after Check asks the cluster nothing.
 type capCache struct {
-	dir  string
+	kit.FactsCache[imageFacts]
 	mu   sync.Mutex
-	mem  map[string]imageFacts
 	refs map[string]string // service + ref → image ID
 }
 
 // SetCacheDir sets where inspections of images are cached across runs (""
 // keeps them in memory only). Call it before the first Check.
-func (p *Provider) SetCacheDir(dir string) { p.caps.dir = dir }
+func (p *Provider) SetCacheDir(dir string) { p.caps.Dir = dir }
 
 // Check reports, before anything is created, what features each image
 // the plan starts provides, all images at once. It learns that from a
@@ -65,36 +59,10 @@ func (p *Provider) SetCacheDir(dir string) { p.caps.dir = dir }
 // image's digest, which the nodes' image lists give without a pod on a
 // warm cache. An image no node has and none can pull fails here.
 func (p *Provider) Check(ctx context.Context, uses []plan.ImageUse) (plan.Capabilities, error) {
-	caps := plan.Capabilities{}
-	var mu sync.Mutex
-	imgs := make(map[plan.ImageUse]config.Image, len(uses))
-	for _, u := range uses {
-		if err := p.cat.CheckService(u.Service); err != nil {
-			return nil, fmt.Errorf("check %s: %w", u.Service, err)
-		}
-		img, err := p.imageFor(u.Service, u.Ref, nil)
-		if err != nil {
-			return nil, fmt.Errorf("check %s: %w", u.Service, err)
-		}
-		imgs[u] = img
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for u, img := range imgs {
-		g.Go(func() error {
-			f, err := p.imageFacts(gctx, u.Service, img)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			caps[u] = f.ImageCapabilities
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return caps, nil
+	return kit.Check(ctx, uses, p.cat, p.cfg, func(ctx context.Context, service string, img config.Image) (plan.ImageCapabilities, error) {
+		f, err := p.imageFacts(ctx, service, img)
+		return f.ImageCapabilities, err
+	})
 }
 
 // imageFacts returns what img provides for service and how to run it:
@@ -106,7 +74,7 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 	id := p.caps.refs[refKey]
 	p.caps.mu.Unlock()
 	if id != "" {
-		if f, ok := p.cachedFacts(p.capabilityKey(service, img, id)); ok {
+		if f, ok := p.caps.Get(p.capabilityKey(service, img, id)); ok {
 			f.Image = img.Ref
 			return f, nil
 		}
@@ -117,7 +85,7 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 			return nil, err
 		}
 		for _, id := range ids {
-			if f, ok := p.cachedFacts(p.capabilityKey(service, img, id)); ok {
+			if f, ok := p.caps.Get(p.capabilityKey(service, img, id)); ok {
 				p.rememberRef(refKey, id)
 				return f, nil
 			}
@@ -128,8 +96,10 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 		}
 		// Stored under the pod's image ID and every digest the nodes
 		// list for the reference: the next run finds it by either.
+		cached := f
+		cached.Image = "" // the same image may go by other names
 		for _, alias := range append([]string{id}, ids...) {
-			p.storeFacts(p.capabilityKey(service, img, alias), f)
+			p.caps.Put(p.capabilityKey(service, img, alias), cached)
 		}
 		p.rememberRef(refKey, id)
 		return f, nil
@@ -208,64 +178,8 @@ func namesRef(names []string, ref string) bool {
 // capabilityKey names one inspection: the image ID, the service, the
 // module paths configured for it and the allowlist it was filtered by.
 func (p *Provider) capabilityKey(service string, img config.Image, imageID string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "k8s\x00%d\x00%s\x00%s\x00", capabilityFormat, service, imageID)
-	for _, f := range sortedKeys(img.Modules) {
-		fmt.Fprintf(h, "%s=%s\x00", f, img.Modules[f])
-	}
-	for _, f := range p.cat.Allowed(service) {
-		fmt.Fprintf(h, "%s\x00", f)
-	}
-	return "k8s-" + service + "-" + hex.EncodeToString(h.Sum(nil))[:32]
+	return kit.CapabilityKey("k8s", capabilityFormat, service, imageID, img.Modules, p.cat.Allowed(service))
 }
 
-// cachedFacts looks in memory, then on disk. A cache file that cannot be
-// read is ignored: the image is inspected again.
-func (p *Provider) cachedFacts(key string) (imageFacts, bool) {
-	c := &p.caps
-	c.mu.Lock()
-	f, ok := c.mem[key]
-	c.mu.Unlock()
-	if ok || c.dir == "" {
-		return f, ok
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
-	if err != nil || json.Unmarshal(b, &f) != nil || f.Features == nil {
-		return imageFacts{}, false
-	}
-	c.mu.Lock()
-	if c.mem == nil {
-		c.mem = map[string]imageFacts{}
-	}
-	c.mem[key] = f
-	c.mu.Unlock()
-	return f, true
-}
-
-// storeFacts remembers an inspection; the file is best effort.
-func (p *Provider) storeFacts(key string, f imageFacts) {
-	c := &p.caps
-	c.mu.Lock()
-	if c.mem == nil {
-		c.mem = map[string]imageFacts{}
-	}
-	c.mem[key] = f
-	c.mu.Unlock()
-	if c.dir == "" {
-		return
-	}
-	f.Image = ""
-	b, err := json.Marshal(f)
-	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(c.dir, key+".json")) != nil {
-		os.Remove(tmp.Name())
-	}
-}
+// Inspected reports a whole inspection (kit.Inspection).
+func (f imageFacts) Inspected() bool { return f.Features != nil }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"sync"
 	"time"
@@ -15,10 +17,8 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
-	"github.com/sandboxer/sandboxer/internal/scram"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/services"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
-	redissvc "github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -49,6 +49,9 @@ type build struct {
 	available map[string][]string
 	versions  map[string]map[string]string
 	caFile    string
+
+	// tpl is the template PostgreSQL starts from; nil: from scratch.
+	tpl *pgTemplate
 }
 
 // dnsNames are the in-cluster names of the instance (its hostname in the
@@ -80,7 +83,7 @@ func (b *build) done(svc string, c state.Credentials, available map[string]strin
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.creds[svc] = c
-	b.available[svc] = sortedKeys(available)
+	b.available[svc] = slices.Sorted(maps.Keys(available))
 	b.versions[svc] = available
 }
 
@@ -103,6 +106,18 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		return nil, b.scrub.Err(fmt.Errorf("create %s: %w", req.Address, err))
 	}
 	created, err := p.create(ctx, b)
+	if err != nil && b.tpl != nil && ctx.Err() == nil && p.templateDamaged(ctx, b.name, b.tpl.Service) {
+		// The template could not be used (the container never started a
+		// server): rebuild it once and start the sandbox again.
+		bad := b.tpl.Build
+		p.pgtpl.forget(b.tpl.Key)
+		if cerr := p.cleanup(ctx, b); cerr != nil {
+			return nil, b.scrub.Err(fmt.Errorf("create %s: %w", req.Address, errors.Join(err, cerr)))
+		}
+		if err = p.pgTemplateFor(ctx, b, bad); err == nil {
+			created, err = p.create(ctx, b)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted: %w", ctx.Err())
@@ -128,7 +143,7 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 	b.name = podName(req.Lineage, req.Address, req.Generation)
 	b.withTLS = req.Publish.TLS
 	b.services = req.Features.Services()
-	slices.SortStableFunc(b.services, func(x, y string) int { return startRank(x) - startRank(y) })
+	slices.SortStableFunc(b.services, func(x, y string) int { return services.StartRank(x) - services.StartRank(y) })
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	for _, svc := range b.services {
@@ -160,8 +175,8 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 			return b, err
 		}
 		c := state.Credentials{User: appUser, Password: app, AdminUser: adminUser, AdminPassword: admin,
-			NetworkHost: b.dnsNames()[0], NetworkPort: servicePort(svc)}
-		if svc == pgsvc.Name {
+			NetworkHost: b.dnsNames()[0], NetworkPort: services.Port(svc)}
+		if s, ok := services.Lookup(svc); ok && s.NamesDatabase() {
 			c.Database = database
 		}
 		b.creds[svc] = c
@@ -182,6 +197,11 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 // in): Delete removes it by the UID the record lists, and the orphan
 // sweep finds it by its labels should a crash come between.
 func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error) {
+	if b.tpl == nil {
+		if err := p.pgTemplateFor(ctx, b, ""); err != nil {
+			return nil, err
+		}
+	}
 	secret, pod, _, err := p.objects(b)
 	if err != nil {
 		return nil, err
@@ -253,7 +273,7 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 		if p.fakeReady {
 			for _, svc := range b.services {
 				c := b.cred(svc)
-				c.Host, c.Port = ip, servicePort(svc)
+				c.Host, c.Port = ip, services.Port(svc)
 				b.done(svc, c, nil)
 			}
 			return nil
@@ -299,31 +319,45 @@ func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun,
 	meta := p.instanceMeta(b.req.Address, b.req.Lineage, b.req.Generation, b.name)
 	data := map[string][]byte{}
 	var runs []serviceRun
+	at := services.Placement{SecretDir: secretDir, DataRoot: dataRoot}
+	if b.withTLS {
+		at.TLSCert, at.TLSKey, at.TLSCA = path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(tlsDir, tlsCAName)
+	}
 	for _, svc := range b.services {
-		c, img, f, feats := b.creds[svc], b.images[svc], b.facts[svc], b.req.Features[svc]
-		switch svc {
-		case pgsvc.Name:
-			verifier, err := scram.Verifier(c.Password.Reveal())
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			// Not a password, but no business in an error either.
-			b.scrub.Add(state.Secret(verifier))
-			if p.onSecrets != nil {
-				p.onSecrets(verifier)
-			}
-			data[keyPGPassword] = []byte(c.AdminPassword.Reveal())
-			data[keyPGInit] = pgsvc.InitScript(c, verifier, feats, p.cat.Allowed(pgsvc.Name))
-			if b.withTLS {
-				data[keyPGHBA] = pgsvc.TLSOnlyHBA()
-			}
-			runs = append(runs, postgresRun(img, f, c.AdminUser, feats, b.withTLS))
-		case redissvc.Name:
-			data[keyRedisACL] = redissvc.ACLFile(c)
-			runs = append(runs, redisRun(img, f, feats, b.withTLS))
-		default:
+		s, ok := services.Lookup(svc)
+		if !ok {
 			return nil, nil, nil, fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
 		}
+		img, f := b.images[svc], b.facts[svc]
+		st, err := s.Start(services.StartInput{Creds: b.creds[svc], Features: b.req.Features[svc], Allowed: p.cat.Allowed(svc),
+			Modules: img.Modules, SelfLoaded: f.SelfLoaded, ImageEnv: f.env}, at)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", svc, err)
+		}
+		// Not passwords, but no business in an error either.
+		for _, d := range st.Derived {
+			b.scrub.Add(d)
+			if p.onSecrets != nil {
+				p.onSecrets(d.Reveal())
+			}
+		}
+		for name, content := range st.Files {
+			if _, dup := data[name]; dup {
+				return nil, nil, nil, fmt.Errorf("%s: secret file %s is another service's too", svc, name)
+			}
+			data[name] = content
+		}
+		run := serviceRun{Name: svc, Image: img.Ref, Args: st.Args, Env: envVars(st.Env), Port: s.Port(), Facts: f,
+			Keys: slices.Sorted(maps.Keys(st.Files)), SecretFiles: st.Mounts}
+		if st.NeedsData {
+			run.DataVolume, run.DataDir = "data-"+svc, dataRoot
+		}
+		if t := b.tpl; t != nil && t.Service == svc {
+			if err := p.fromTemplate(b, &run, data, b.creds[svc]); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		runs = append(runs, run)
 	}
 	pod := p.podSpec(meta, runs, b.withTLS, &runs[0])
 	// Its own DNS name in the lineage's shared Service.
@@ -386,19 +420,22 @@ func (p *Provider) deleteLeftoverPod(ctx context.Context, b *build) error {
 // features, as the Docker provider does after a start.
 func (p *Provider) serviceReady(ctx context.Context, b *build, svc, ip string) error {
 	c := b.cred(svc)
-	c.Host, c.Port = ip, servicePort(svc)
+	c.Host, c.Port = ip, services.Port(svc)
 	tlsConf, err := c.ClientTLS(c.Host)
 	if err != nil {
 		return err
 	}
-	img, feats := b.images[svc], b.req.Features[svc]
-	switch svc {
-	case pgsvc.Name:
-		return p.postgresReady(ctx, b, c, tlsConf, img, feats)
-	case redissvc.Name:
-		return p.redisReady(ctx, b, c, tlsConf, img, feats)
+	s, ok := services.Lookup(svc)
+	if !ok {
+		return fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
 	}
-	return fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
+	available, err := s.Ready(ctx, c, tlsConf, pollReady, services.Check{ImageRef: b.images[svc].Ref, Runtime: "kubernetes",
+		Features: b.req.Features[svc], Allowed: p.cat.Allowed(svc), Seen: b.facts[svc].Features})
+	if err != nil {
+		return err
+	}
+	b.done(svc, c, available)
+	return nil
 }
 
 // withLog attaches the tail of the service container's log to its error.
@@ -428,7 +465,7 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 	// A failed first sandbox of a lineage leaves nothing it shared.
 	err = errors.Join(err, p.SweepShared(cctx, b.req.Lineage))
 	if b.caFile != "" {
-		if rerr := removeCAFiles(&state.Record{Credentials: map[string]state.Credentials{"ca": {CAFile: b.caFile}}}); rerr != nil {
+		if rerr := kit.RemoveCAFiles(&state.Record{Credentials: map[string]state.Credentials{"ca": {CAFile: b.caFile}}}); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
@@ -436,57 +473,12 @@ func (p *Provider) cleanup(ctx context.Context, b *build) error {
 }
 
 // validate re-checks the request against the catalog: it is the security
-// boundary, so the provider does not rely on config validation alone.
+// boundary, so the provider does not rely on config validation alone
+// (kit.ValidateRequest); Kubernetes has no user networks.
 func (p *Provider) validate(req apply.CreateRequest) (map[string]config.Image, error) {
-	if req.Address == "" || req.Lineage == "" || req.Generation < 1 {
-		return nil, errors.New("invalid request: address, lineage and a generation ≥ 1 are required")
-	}
-	if len(req.Features) == 0 {
-		return nil, errors.New("invalid request: no services")
-	}
-	if req.Database != "" {
-		if err := config.CheckDatabase(req.Database); err != nil {
-			return nil, fmt.Errorf("invalid request: %w", err)
-		}
-	}
 	if len(req.Networks) > 0 {
 		return nil, fmt.Errorf("invalid request: Kubernetes has no user networks to join (networks %v); "+
 			"clients in the cluster reach a sandbox by its Service name", req.Networks)
 	}
-	images := map[string]config.Image{}
-	for _, svc := range req.Features.Services() {
-		if err := p.cat.CheckService(svc); err != nil {
-			return nil, err
-		}
-		for _, f := range req.Features[svc] {
-			if err := p.cat.CheckFeature(svc, f); err != nil {
-				return nil, err
-			}
-		}
-		img, err := p.imageFor(svc, req.Images[svc], req.Features[svc])
-		if err != nil {
-			return nil, err
-		}
-		images[svc] = img
-	}
-	if req.Publish.TLS && p.CADir == "" {
-		return nil, errors.New("invalid request: TLS needs a directory for CA files (Provider.CADir)")
-	}
-	return images, nil
-}
-
-// startRank orders the services in the pod (PostgreSQL, the longest path
-// to ready, first: it also owns the TLS files and its group is the pod's).
-func startRank(service string) int {
-	if s, ok := services.Lookup(service); ok {
-		return s.StartRank()
-	}
-	return 2
-}
-
-func servicePort(service string) int {
-	if s, ok := services.Lookup(service); ok {
-		return s.Port()
-	}
-	return 0
+	return kit.ValidateRequest(req, p.cat, p.cfg, p.CADir)
 }

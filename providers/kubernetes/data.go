@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
-	redissvc "github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -17,67 +17,45 @@ var (
 	_ snapshot.SQLRunner = (*Provider)(nil)
 )
 
-// Data moves with the services' own code (services/postgres: pg_dump and
-// pg_restore inside the pod's postgres container over the exec API;
-// services/redis: DUMP/RESTORE over the admin connection to the pod's
-// IP), as on Docker.
+// Data moves with the services' own movers (services.Service's Data;
+// services/postgres: pg_dump and pg_restore inside the pod's postgres
+// container over the exec API; services/redis: DUMP/RESTORE over the
+// admin connection to the pod's IP), as on Docker.
 
-// Dump writes one service's data.
+// Dump writes one service's data. A cut stream dumps again from the
+// start where w can be put back (a file).
 func (p *Provider) Dump(ctx context.Context, rec *state.Record, service string, w io.Writer) error {
-	var err error
-	switch service {
-	case pgsvc.Name:
-		// A cut stream dumps again from the start where w can be put
-		// back (a file); pg_dump only reads.
-		rewind := rewindable(w)
-		attempt := 0
-		err = p.withPGData(rec, func(d pgsvc.Data) error {
-			dump := func() error {
-				if attempt++; attempt > 1 {
-					if err := rewind(); err != nil {
-						return err
-					}
+	rewind := rewindable(w)
+	attempt := 0
+	what := "dump " + service
+	return redact.ForRecord(rec).Err(p.withData(rec, service, func(d services.DataMover) error {
+		dump := func() error {
+			if attempt++; attempt > 1 {
+				if err := rewind(); err != nil {
+					return err
 				}
-				return d.Dump(ctx, w)
 			}
-			if rewind == nil {
-				return transientCut("dump postgres", rec.Resources.Pod, dump())
-			}
-			return retryCut(ctx, "dump postgres", rec.Resources.Pod, dump)
-		})
-	case redissvc.Name:
-		err = redisData(rec, func(c state.Credentials) error { return redissvc.Dump(ctx, c, w) })
-	default:
-		err = fmt.Errorf("service %s is not supported by the kubernetes provider", service)
-	}
-	return redact.ForRecord(rec).Err(err)
+			return d.Dump(ctx, w)
+		}
+		if rewind == nil {
+			return transientCut(what, rec.Resources.Pod, dump())
+		}
+		return retryCut(ctx, what, rec.Resources.Pod, dump)
+	}))
 }
 
-// Load replaces one service's data with d.
+// Load replaces one service's data with d; a load is safe to run again
+// after a cut stream (services.DataMover).
 func (p *Provider) Load(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
-	var err error
-	switch service {
-	case pgsvc.Name:
-		// Load replaces the database from a template it builds under a
-		// scratch name: running it again after a cut stream is safe.
-		err = p.withPGData(rec, func(pd pgsvc.Data) error {
-			return retryCut(ctx, "load postgres", rec.Resources.Pod, func() error { return pd.Load(ctx, d) })
-		})
-	case redissvc.Name:
-		err = redisData(rec, func(c state.Credentials) error { return redissvc.Load(ctx, c, d.Path) })
-	default:
-		err = fmt.Errorf("service %s is not supported by the kubernetes provider", service)
-	}
-	return redact.ForRecord(rec).Err(err)
+	return redact.ForRecord(rec).Err(p.withData(rec, service, func(m services.DataMover) error {
+		return retryCut(ctx, "load "+service, rec.Resources.Pod, func() error { return m.Load(ctx, d) })
+	}))
 }
 
-// Keep builds PostgreSQL's template for d; Redis loads fast without one.
+// Keep prepares d where the service keeps a copy (PostgreSQL's template).
 func (p *Provider) Keep(ctx context.Context, rec *state.Record, service string, d snapshot.Data) error {
-	if service != pgsvc.Name {
-		return nil
-	}
-	return redact.ForRecord(rec).Err(p.withPGData(rec, func(pd pgsvc.Data) error {
-		return retryCut(ctx, "keep a template of postgres", rec.Resources.Pod, func() error { return pd.Keep(ctx, d) })
+	return redact.ForRecord(rec).Err(p.withData(rec, service, func(m services.DataMover) error {
+		return retryCut(ctx, "keep a template of "+service, rec.Resources.Pod, func() error { return m.Keep(ctx, d) })
 	}))
 }
 
@@ -100,10 +78,18 @@ func (p *Provider) withPGData(rec *state.Record, op func(pgsvc.Data) error) erro
 		Features: rec.Features[pgsvc.Name], Allowed: p.cat.Allowed(pgsvc.Name)})
 }
 
-func redisData(rec *state.Record, op func(state.Credentials) error) error {
-	c, ok := rec.Credentials[redissvc.Name]
+// withData runs op with the data mover of one service of rec, run
+// through its container in the pod.
+func (p *Provider) withData(rec *state.Record, service string, op func(services.DataMover) error) error {
+	s, ok := services.Lookup(service)
 	if !ok {
-		return fmt.Errorf("%s has no redis", rec.Address)
+		return fmt.Errorf("service %s is not supported by the kubernetes provider", service)
 	}
-	return op(c)
+	container := rec.Resources.Containers[service]
+	c, ok := rec.Credentials[service]
+	if rec.Resources.Pod == "" || container == "" || !ok {
+		return fmt.Errorf("%s has no %s", rec.Address, service)
+	}
+	return op(s.Data(services.Instance{Run: podRunner{p: p, pod: rec.Resources.Pod, container: container}, Creds: c,
+		Features: rec.Features[service], Allowed: p.cat.Allowed(service)}))
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sandboxer/sandboxer/apply"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -61,8 +61,10 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 	if rec == nil {
 		return errors.New("delete: no record")
 	}
-	if pg, ok := rec.Credentials[pgsvc.Name]; ok {
-		p.warm.Forget(pg)
+	for svc, c := range rec.Credentials {
+		if w, ok := p.warm[svc]; ok {
+			w.Forget(c)
+		}
 	}
 	var errs []error
 	name := rec.Resources.Pod
@@ -83,7 +85,7 @@ func (p *Provider) Delete(ctx context.Context, rec *state.Record) error {
 			errs = append(errs, p.deleteInstance(ctx, name, legacyKinds...))
 		}
 	}
-	errs = append(errs, removeCAFiles(rec))
+	errs = append(errs, kit.RemoveCAFiles(rec))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete %s: %w", rec.Address, err)
 	}

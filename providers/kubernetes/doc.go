@@ -1,9 +1,12 @@
 // Package kubernetes provisions sandbox instances on a Kubernetes cluster,
 // in one namespace, through client-go. It implements apply.Provider and
 // the capabilities apply.Inventory, snapshot.Engine and snapshot.SQLRunner,
-// the same contracts as providers/docker, and asks services/postgres and
-// services/redis what each service is (init script, ACL file, settings,
-// probes, feature checks), so no service logic lives here.
+// the same contracts as providers/docker, and asks services.Service what
+// each service is (the files, args and env its container starts with,
+// its readiness and feature checks, its prober, its data mover), so no
+// service logic lives here but the inspection of an image (inspect.go,
+// inspect_redis.go). What it does as the Docker runtime does is in
+// providers/internal/kit.
 //
 // What a sandbox is on Kubernetes (one instance; its objects share one
 // name, sbx-<12 lineage characters>-<address>-g<generation>, names.go):
@@ -79,6 +82,14 @@
 // pod over the exec API into an in-memory volume that an init container
 // holds until they are there (tls.go), never through the pod spec or the
 // Secret.
+//
+// PostgreSQL starts from a template data directory (pgtemplate.go, issue
+// 31): the first sandbox of an image and init settings has a throwaway
+// pod run the image's entrypoint once, and the archive of its data
+// directory is kept in immutable ConfigMaps (labelled
+// sandboxer.dev/template) that every later sandbox's pod mounts and
+// unpacks before the image's entrypoint runs; the sandbox's passwords are
+// set before anything listens. template = false turns it off.
 //
 // Check learns what an image provides from a short-lived inspection pod
 // (inspect.go) and caches it by the image's digest (capabilities.go).

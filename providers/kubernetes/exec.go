@@ -1,20 +1,18 @@
 package kubernetes
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // podRunner runs commands in one container of a pod over the exec API
@@ -42,7 +40,7 @@ func (r podRunner) Exec(ctx context.Context, _ string, cmd []string, stdout io.W
 func (r podRunner) CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error {
 	err := retryCut(ctx, "copy files into "+dir, r.pod, func() error {
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(writeTar(pw, dir, files, inline)) }()
+		go func() { pw.CloseWithError(kit.WriteTar(pw, dir, files, inline)) }()
 		err := r.execStdin(ctx, []string{"tar", "-xf", "-", "-C", "/"}, pr, nil)
 		pr.CloseWithError(io.ErrClosedPipe)
 		return err
@@ -84,7 +82,7 @@ func (r podRunner) execStdin(ctx context.Context, cmd []string, stdin io.Reader,
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	var stderr tailBuffer
+	var stderr kit.TailBuffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: &stderr})
 	var exit utilexec.ExitError
 	switch {
@@ -100,55 +98,4 @@ func (r podRunner) execStdin(ctx context.Context, cmd []string, stdin io.Reader,
 		return ctx.Err()
 	}
 	return p.apiErr("create", "pods/exec", r.pod, err)
-}
-
-// tailBuffer keeps the last 4 KiB written to it: enough of an error.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 4096; over > 0 {
-		t.b = t.b[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
-
-// writeTar writes dir (mode 0755) with the files (0644) as a tar stream
-// to be extracted at "/".
-func writeTar(w io.Writer, dir string, files map[string]string, inline map[string][]byte) error {
-	tw := tar.NewWriter(w)
-	now := time.Now()
-	d := strings.Trim(dir, "/") + "/"
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
-		return err
-	}
-	for _, name := range sortedKeys(files) {
-		f, err := os.Open(files[name])
-		if err != nil {
-			return err
-		}
-		st, err := f.Stat()
-		if err == nil {
-			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: st.Size(), ModTime: now})
-		}
-		if err == nil {
-			_, err = io.Copy(tw, f)
-		}
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	for _, name := range sortedKeys(inline) {
-		b := inline[name]
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: d + name, Mode: 0o644, Size: int64(len(b)), ModTime: now}); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, bytes.NewReader(b)); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
 }

@@ -3,8 +3,10 @@ package kubernetes
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -129,7 +131,7 @@ func contextNames[V any](m map[string]V) []string {
 	if len(m) == 0 {
 		return []string{"none"}
 	}
-	return sortedKeys(m)
+	return slices.Sorted(maps.Keys(m))
 }
 
 func dedupe(s []string) []string {

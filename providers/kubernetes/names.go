@@ -1,12 +1,10 @@
 package kubernetes
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"regexp"
-	"sort"
 	"strings"
+
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // Every object of one instance (pod, Secret, Service, NetworkPolicy)
@@ -17,73 +15,10 @@ import (
 // carry 12 characters of the lineage, so two states never share one
 // (the rule of providers/docker/names.go, with Kubernetes' narrower
 // character set: no '.' or '_').
-const maxAddrPart = 24
 
 // podName is the name of every object of one instance.
 func podName(lineage, address string, generation int) string {
-	return fmt.Sprintf("sbx-%s-%s-g%d", lineagePart(lineage), addressPart(address), generation)
-}
-
-// lineagePart: a lineage sandboxer made (a random UUID) gives its first 12
-// hex digits; any other gives up to 4 readable characters and 28 bits of
-// its hash, so lineages with a common prefix never share names.
-func lineagePart(lineage string) string {
-	if h := strings.ReplaceAll(lineage, "-", ""); len(h) >= 12 && isLowerHex(h) {
-		return h[:12]
-	}
-	s := dnsSanitize(lineage)
-	if len(s) > 4 {
-		s = strings.TrimRight(s[:4], "-")
-	}
-	if s == "" {
-		s = "x"
-	}
-	return s + "-" + shortHash(lineage, 7)
-}
-
-// addressPart: "sandbox.ci" becomes "ci"; when sanitizing loses
-// information (sandbox.agent["dev_7"] → agent-dev-7) or truncates, a short
-// hash of the full address is appended so distinct addresses never share
-// a name.
-func addressPart(address string) string {
-	rest, hadPrefix := strings.CutPrefix(address, "sandbox.")
-	s := dnsSanitize(rest)
-	lossless := hadPrefix && s == rest
-	if len(s) > maxAddrPart {
-		s = strings.TrimRight(s[:maxAddrPart], "-")
-		lossless = false
-	}
-	if s == "" {
-		s = "x"
-		lossless = false
-	}
-	if lossless {
-		return s
-	}
-	return s + "-" + shortHash(address, 6)
-}
-
-// dnsSanitize keeps [a-z0-9], lower-cases letters, turns every other run
-// of characters into one '-' and trims '-' from both ends.
-func dnsSanitize(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			b.WriteRune(r)
-			dash = false
-		case r >= 'A' && r <= 'Z':
-			b.WriteRune(r - 'A' + 'a')
-			dash = false
-		default:
-			if !dash {
-				b.WriteByte('-')
-				dash = true
-			}
-		}
-	}
-	return strings.Trim(b.String(), "-")
+	return kit.InstanceName(lineage, address, generation, dnsSanitize)
 }
 
 // labelValueRE is what Kubernetes accepts as a label value (besides "").
@@ -112,31 +47,11 @@ func labelValue(s string) string {
 	}
 	prefix := strings.TrimLeft(b.String(), "-_.")
 	if prefix == "" {
-		return "h" + shortHash(s, 16)
+		return "h" + kit.ShortHash(s, 16)
 	}
-	return prefix + "-" + shortHash(s, 16)
+	return prefix + "-" + kit.ShortHash(s, 16)
 }
 
-func shortHash(s string, n int) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:n]
-}
-
-func isLowerHex(s string) bool {
-	for _, r := range s {
-		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// sortedKeys returns the keys of a map, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// dnsSanitize keeps [a-z0-9] and '-' (kit.Sanitize): a DNS-1123 label's
+// characters.
+func dnsSanitize(s string) string { return kit.Sanitize(s, "") }

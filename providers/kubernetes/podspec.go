@@ -2,7 +2,8 @@ package kubernetes
 
 import (
 	"fmt"
-	"path"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,23 +23,17 @@ const (
 	// tlsDir is where each service finds its TLS key and certificates
 	// (an in-memory emptyDir filled before the services start, tls.go).
 	tlsDir = "/etc/sandboxer-tls"
-	// pgDataRoot is the emptyDir PostgreSQL's data directory is made in.
-	// The data directory itself is a subdirectory the entrypoint creates
-	// as the postgres user: the volume's root belongs to root, and initdb
-	// and the server refuse a data directory they do not own.
-	pgDataRoot = "/var/lib/sandboxer"
-	pgDataDir  = pgDataRoot + "/pgdata"
+	// dataRoot is the emptyDir a service that keeps data keeps it in
+	// (services.Placement.DataRoot; PostgreSQL makes its data directory
+	// a subdirectory: the volume's root belongs to root).
+	dataRoot = "/var/lib/sandboxer"
 )
 
-// Keys of the instance's Secret. Each service's container mounts only
-// its own keys (secretItems), so Redis never sees PostgreSQL's admin
+// The keys of the instance's Secret are the names of the services' start
+// files (services.Start.Files). Each service's container mounts only its
+// own keys (secretItems), so Redis never sees PostgreSQL's admin
 // password.
-const (
-	keyPGPassword = pgsvc.PasswordFile
-	keyPGInit     = pgsvc.InitScriptName
-	keyPGHBA      = "pg_hba.conf"
-	keyRedisACL   = redissvc.ACLFileName
-)
+const keyRedisACL = redissvc.ACLFileName // the inspection pod's (inspect_redis.go)
 
 // terminationGrace is short: a sandbox holds nothing worth a graceful
 // shutdown, and a pod delete waits for it (the default 30 s made every
@@ -53,12 +48,25 @@ const requestFraction = 16
 
 // serviceRun is how one service's container runs.
 type serviceRun struct {
-	Name  string
-	Image string
-	Args  []string
-	Env   []corev1.EnvVar
-	Port  int
-	Facts imageFacts
+	Name    string
+	Image   string
+	Command []string // nil: the image's entrypoint
+	Args    []string
+	Env     []corev1.EnvVar
+	Port    int
+	Facts   imageFacts
+	// Keys are the instance Secret's keys its container sees, in
+	// secretDir (secretItems).
+	Keys []string
+	// SecretFiles mount single keys of the Secret elsewhere, path → key
+	// (PostgreSQL's init script, beside whatever the image ships there).
+	SecretFiles map[string]string
+	// DataDir, when set, is a directory on an emptyDir volume of its own
+	// named DataVolume (a tmpfs with provider storage "tmpfs").
+	DataVolume, DataDir string
+	// Projected, when set, is mounted read-only at pgsvc.TemplateMount
+	// (a template's parts, pgtemplate.go).
+	Projected *corev1.ProjectedVolumeSource
 }
 
 // podSpec is the whole pod of one instance. fsGroup is the first
@@ -81,12 +89,13 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 	for _, r := range runs {
 		vol := "secret-" + r.Name
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: meta.Name, Items: secretItems(r.Name, withTLS), DefaultMode: ptr.To[int32](0o440)},
+			Secret: &corev1.SecretVolumeSource{SecretName: meta.Name, Items: secretItems(r.Keys), DefaultMode: ptr.To[int32](0o440)},
 		}})
 		c := corev1.Container{
 			Name:            r.Name,
 			Image:           r.Image,
 			ImagePullPolicy: corev1.PullIfNotPresent,
+			Command:         r.Command,
 			Args:            r.Args,
 			Env:             r.Env,
 			Ports:           []corev1.ContainerPort{{Name: portName(r.Name), ContainerPort: int32(r.Port), Protocol: corev1.ProtocolTCP}},
@@ -96,17 +105,20 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 			// The log is the error's explanation when the container stops.
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		}
-		if r.Name == pgsvc.Name {
-			// The init script goes in beside whatever the image ships
-			// there (postgis has 10_postgis.sh), as one file.
-			c.VolumeMounts = append(c.VolumeMounts,
-				corev1.VolumeMount{Name: vol, MountPath: path.Join(pgsvc.InitDir, pgsvc.InitScriptName), SubPath: keyPGInit, ReadOnly: true},
-				corev1.VolumeMount{Name: "pgdata", MountPath: pgDataRoot})
+		for _, mp := range slices.Sorted(maps.Keys(r.SecretFiles)) {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: mp, SubPath: r.SecretFiles[mp], ReadOnly: true})
+		}
+		if r.DataDir != "" {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: r.DataVolume, MountPath: r.DataDir})
 			ed := &corev1.EmptyDirVolumeSource{}
 			if p.cfg.Storage == config.StorageTmpfs {
 				ed.Medium = corev1.StorageMediumMemory
 			}
-			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "pgdata", VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: r.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+		}
+		if r.Projected != nil {
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: templateVolume, VolumeSource: corev1.VolumeSource{Projected: r.Projected}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: templateVolume, MountPath: pgsvc.TemplateMount, ReadOnly: true})
 		}
 		if withTLS {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: tlsDir, SubPath: r.Name, ReadOnly: true})
@@ -166,18 +178,8 @@ func (p *Provider) resources() corev1.ResourceRequirements {
 }
 
 // secretItems are the keys of the instance's Secret a service's container
-// sees.
-func secretItems(service string, withTLS bool) []corev1.KeyToPath {
-	var keys []string
-	switch service {
-	case pgsvc.Name:
-		keys = []string{keyPGPassword, keyPGInit}
-		if withTLS {
-			keys = append(keys, keyPGHBA)
-		}
-	case redissvc.Name:
-		keys = []string{keyRedisACL}
-	}
+// sees (serviceRun.Keys).
+func secretItems(keys []string) []corev1.KeyToPath {
 	items := make([]corev1.KeyToPath, len(keys))
 	for i, k := range keys {
 		items[i] = corev1.KeyToPath{Key: k, Path: k}
@@ -192,47 +194,6 @@ func secretItems(service string, withTLS bool) []corev1.KeyToPath {
 // kubelet then need not watch it.
 func secretSpec(meta metav1.ObjectMeta, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: data, Immutable: ptr.To(true)}
-}
-
-// postgresRun is how PostgreSQL runs: the official-image contract with
-// sandboxer's admin as POSTGRES_USER, its password as a file from the
-// Secret, the data directory in the pod's emptyDir, durability off and
-// the lean settings of services/postgres.
-func postgresRun(img config.Image, f imageFacts, adminUser string, feats []string, withTLS bool) serviceRun {
-	env := []corev1.EnvVar{
-		{Name: "POSTGRES_USER", Value: adminUser},
-		{Name: "POSTGRES_PASSWORD_FILE", Value: path.Join(secretDir, keyPGPassword)},
-		{Name: "POSTGRES_DB", Value: "postgres"},
-		{Name: "POSTGRES_INITDB_ARGS", Value: pgsvc.InitdbArgs},
-		{Name: "PGDATA", Value: pgDataDir},
-	}
-	env = append(env, envVars(pgsvc.UTCUnlessSet(f.env))...)
-	env = append(env, envVars(pgsvc.ServerBinFirst(f.env))...)
-	args := []string{"postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"}
-	args = append(args, pgsvc.LeanArgs...)
-	args = append(args, pgsvc.PreloadArgs(feats)...)
-	if withTLS {
-		args = append(args, pgsvc.TLSArgs(path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(secretDir, keyPGHBA))...)
-	}
-	return serviceRun{Name: pgsvc.Name, Image: img.Ref, Args: args, Env: env, Port: pgsvc.Port, Facts: f}
-}
-
-// redisRun is how Redis runs: the ACL file from the Secret, no
-// persistence, MODULE and DEBUG disabled, the requested modules the image
-// does not load by itself.
-func redisRun(img config.Image, f imageFacts, feats []string, withTLS bool) serviceRun {
-	args := []string{"redis-server",
-		"--aclfile", path.Join(secretDir, keyRedisACL),
-		"--save", "",
-		"--appendonly", "no",
-		"--enable-module-command", "no",
-		"--enable-debug-command", "no",
-	}
-	args = append(args, redissvc.LoadModuleArgs(feats, img.Modules, f.SelfLoaded)...)
-	if withTLS {
-		args = append(args, redissvc.TLSArgs(path.Join(tlsDir, tlsCertName), path.Join(tlsDir, tlsKeyName), path.Join(tlsDir, tlsCAName))...)
-	}
-	return serviceRun{Name: redissvc.Name, Image: img.Ref, Args: args, Port: redissvc.Port, Facts: f}
 }
 
 // envVars turns NAME=value pairs into the API's form.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,8 +13,6 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/internal/redact"
-	"github.com/sandboxer/sandboxer/services"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -37,7 +37,7 @@ func (p *Provider) Probe(ctx context.Context, rec *state.Record) error {
 	scrub := redact.ForRecord(rec)
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	svcs := sortedKeys(rec.Credentials)
+	svcs := slices.Sorted(maps.Keys(rec.Credentials))
 	errs := make([]error, len(svcs))
 	probed := make(chan struct{})
 	go func() {
@@ -113,12 +113,9 @@ func (p *Provider) protocolProbe(ctx context.Context, c state.Credentials, svc s
 	if err != nil {
 		return err
 	}
-	if svc == pgsvc.Name {
-		return p.warm.Ping(pctx, c, tlsConf)
-	}
-	s, ok := services.Lookup(svc)
+	w, ok := p.warm[svc]
 	if !ok {
 		return fmt.Errorf("service %s is not supported by the kubernetes provider", svc)
 	}
-	return s.Ping(pctx, c, tlsConf)
+	return w.Ping(pctx, c, tlsConf)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/providers/kubernetes/internal/kubeclient"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+	"github.com/sandboxer/sandboxer/services"
 )
 
 // Defaults for the timeouts a Provider uses.
@@ -61,13 +61,17 @@ type Provider struct {
 
 	// caps remembers what each image provides (capabilities.go).
 	caps capCache
-	// warm keeps a logged-in PostgreSQL connection per probed instance,
-	// so a repeated probe (serve's cache hits) is a round trip, not a
-	// SCRAM login.
-	warm pgsvc.Warm
+	// warm is each service's prober: PostgreSQL's keeps a logged-in
+	// connection per probed instance, so a repeated probe (serve's cache
+	// hits) is a round trip, not a SCRAM login. Made once, only read.
+	warm map[string]services.Prober
 	// facts collapses concurrent inspections of one image (Create of many
 	// sandboxes at once without a Check first).
 	facts singleflight.Group
+	// pgtpl remembers PostgreSQL templates found or built; tplBuilds
+	// collapses concurrent finds and builds of one (pgtemplate.go).
+	pgtpl     pgTemplates
+	tplBuilds singleflight.Group
 
 	// onSecrets, when set (tests only), receives every secret Create
 	// generates, so tests can prove none of them leaks.
@@ -78,6 +82,9 @@ type Provider struct {
 	// answer.
 	placePod  func(*corev1.Pod)
 	fakeReady bool
+	// templateSalt, when set (tests only), goes into every template key:
+	// a test's templates are its own.
+	templateSalt string
 	// shared remembers the lineages whose shared objects exist (shared.go).
 	shared sharedObjects
 	// requests counts the HTTP requests sent to the API server, writes
@@ -138,7 +145,11 @@ func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provi
 // newProvider assembles a Provider around a clientset (a fake one in unit
 // tests, which leave rc nil).
 func newProvider(cs kubeclient.Interface, rc *rest.Config, ns, where string, cfg *config.Provider, cat *config.Catalog) *Provider {
-	return &Provider{cs: cs, rest: rc, ns: ns, where: where, cfg: cfg, cat: cat}
+	warm := map[string]services.Prober{}
+	for _, s := range services.All() {
+		warm[s.Name()] = s.Prober()
+	}
+	return &Provider{cs: cs, rest: rc, ns: ns, where: where, cfg: cfg, cat: cat, warm: warm}
 }
 
 // checkNamespace is New's reachability check.
@@ -174,7 +185,9 @@ func (p *Provider) Namespace() string { return p.ns }
 // Close closes the kept probe connections; the clientset's are pooled by
 // net/http and closed with the process.
 func (p *Provider) Close() error {
-	p.warm.Close()
+	for _, w := range p.warm {
+		w.Close()
+	}
 	return nil
 }
 
@@ -190,12 +203,6 @@ func (p *Provider) probeTimeout() time.Duration {
 		return p.ProbeTimeout
 	}
 	return DefaultProbeTimeout
-}
-
-// imageFor is the image a service runs (config.Provider.ImageForRef: a
-// saved plan can start no image but the configured or a default one).
-func (p *Provider) imageFor(service, ref string, feats []string) (config.Image, error) {
-	return p.cfg.ImageForRef(service, ref, feats)
 }
 
 // podPhaseTerminal reports a pod that will never run again.

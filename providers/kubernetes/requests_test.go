@@ -36,7 +36,7 @@ func TestRequestsPerSandbox(t *testing.T) {
 	ctx := ctxFor(t, 5*time.Minute)
 	// An image's inspection is a cost of the image, not of a sandbox.
 	for _, svc := range []string{"postgres", "redis"} {
-		img, _ := p.imageFor(svc, "", nil)
+		img, _ := p.cfg.ImageForRef(svc, "", nil)
 		_, err := p.imageFacts(ctx, svc, img)
 		mustf(t, err, "inspect %s", svc)
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -39,7 +40,7 @@ func TestScaleOnFakeNodes(t *testing.T) {
 	lineage := newLineage(t, p)
 	ctx := ctxFor(t, 20*time.Minute)
 	for _, svc := range []string{"postgres", "redis"} {
-		img, _ := p.imageFor(svc, "", nil)
+		img, _ := p.cfg.ImageForRef(svc, "", nil)
 		if _, err := p.imageFacts(ctx, svc, img); err != nil {
 			t.Fatalf("inspect on the real node: %v", err)
 		}
@@ -194,7 +195,7 @@ func scaleBaseline(t *testing.T, p *Provider, lineage string, n, par int) {
 		wg.Wait()
 		return time.Since(start)
 	}
-	name := func(i int) string { return fmt.Sprintf("sbx-base-%s-%d", lineagePart(lineage), i) }
+	name := func(i int) string { return fmt.Sprintf("sbx-base-%s-%d", kit.LineagePart(lineage, dnsSanitize), i) }
 	created := run("create", func(i int) error {
 		pod := &corev1.Pod{ObjectMeta: p.instanceMeta(fmt.Sprintf(`sandbox.base["%d"]`, i), lineage, 1, name(i))}
 		pod.Spec.Containers = []corev1.Container{{Name: "c", Image: testRedisImage()}}

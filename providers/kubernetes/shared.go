@@ -13,6 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
+	"github.com/sandboxer/sandboxer/services"
 )
 
 // The objects a lineage's sandboxes share: one headless Service that
@@ -34,7 +37,7 @@ import (
 // "sbx-" and the lineage part of every instance name, never an
 // instance's name (those go on with the address and generation). A
 // Service name must be a DNS-1035 label: it starts with a letter.
-func sharedName(lineage string) string { return "sbx-" + lineagePart(lineage) }
+func sharedName(lineage string) string { return "sbx-" + kit.LineagePart(lineage, dnsSanitize) }
 
 // sharedRecheck is how long a Provider trusts that a lineage's shared
 // objects exist once it made or found them. Another process may remove
@@ -128,7 +131,7 @@ func lineagePods(lineage string) map[string]string {
 func (p *Provider) servicePorts() []int {
 	var ports []int
 	for _, svc := range p.cat.Services() {
-		if port := servicePort(svc); port > 0 {
+		if port := services.Port(svc); port > 0 {
 			ports = append(ports, port)
 		}
 	}

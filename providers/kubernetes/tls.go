@@ -6,14 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sandboxer/sandboxer/internal/certs"
-	"github.com/sandboxer/sandboxer/state"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 )
 
 // TLS. Each TLS instance gets its own CA (internal/certs), whose key
@@ -101,7 +99,7 @@ func (p *Provider) deliverTLS(ctx context.Context, b *build, podIP string) error
 	if err != nil {
 		return err
 	}
-	file, err := writeCAFile(p.CADir, b.name, m.CAPEM)
+	file, err := kit.WriteCAFile(p.CADir, b.name, m.CAPEM)
 	if err != nil {
 		return err
 	}
@@ -152,64 +150,8 @@ func (p *Provider) tlsInitSucceeded(ctx context.Context, pod string) bool {
 	return err == nil
 }
 
-// writeCAFile writes the CA for clients (sslrootcert, redis-cli --cacert)
-// as dir/name.ca.pem, mode 0600 in a 0700 directory, and returns its
-// absolute path.
-func writeCAFile(dir, name string, caPEM []byte) (string, error) {
-	if dir == "" {
-		return "", errors.New("TLS needs a directory for CA files, and the provider has none")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return "", fmt.Errorf("create CA directory: %w", err)
-	}
-	path := filepath.Join(abs, name+".ca.pem")
-	tmp, err := os.CreateTemp(abs, ".ca-*")
-	if err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(caPEM); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("write CA file: %w", err)
-	}
-	return path, nil
-}
-
-// removeCAFiles removes the CA files recorded for an instance; one
-// already gone counts as removed.
-func removeCAFiles(rec *state.Record) error {
-	var errs []error
-	seen := map[string]bool{}
-	for _, c := range rec.Credentials {
-		if c.CAFile == "" || seen[c.CAFile] {
-			continue
-		}
-		seen[c.CAFile] = true
-		if err := os.Remove(c.CAFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove CA file: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // removeOrphanCAFile removes the CA file of an instance the orphan sweep
 // removes (its name is the pod's); none counts as removed.
 func (p *Provider) removeOrphanCAFile(name string) error {
-	if p.CADir == "" || name == "" {
-		return nil
-	}
-	if err := os.Remove(filepath.Join(p.CADir, name+".ca.pem")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove CA file: %w", err)
-	}
-	return nil
+	return kit.RemoveCAFile(p.CADir, name)
 }

@@ -28,7 +28,9 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/providers/kubernetes/internal/kubeclient/kubeclienttest"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -158,7 +160,7 @@ func TestInstanceObjects(t *testing.T) {
 			}
 		}
 	}
-	if string(secret.Data[keyPGPassword]) != b.creds["postgres"].AdminPassword.Reveal() {
+	if string(secret.Data[pgsvc.PasswordFile]) != b.creds["postgres"].AdminPassword.Reveal() {
 		t.Error("the Secret lacks the admin password file")
 	}
 	spec := pod.Spec
@@ -390,7 +392,7 @@ func TestCreateAndDeleteCalls(t *testing.T) {
 	for _, svc := range []string{"postgres", "redis"} {
 		img := p.cfg.Images[svc]
 		p.rememberRef(svc+"\x00"+img.Ref, "sha256:test")
-		p.storeFacts(p.capabilityKey(svc, img, "sha256:test"), imageFacts{UID: 999, GID: 999})
+		p.caps.Put(p.capabilityKey(svc, img, "sha256:test"), imageFacts{UID: 999, GID: 999})
 	}
 	lineage := "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 	ctx := ctxFor(t, 10*time.Second)
@@ -437,4 +439,4 @@ func TestCreateAndDeleteCalls(t *testing.T) {
 	}
 }
 
-func typesUID(name string) types.UID { return types.UID("uid-" + shortHash(name, 16)) }
+func typesUID(name string) types.UID { return types.UID("uid-" + kit.ShortHash(name, 16)) }

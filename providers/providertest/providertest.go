@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -120,8 +121,8 @@ func testCreateProbeDelete(t *testing.T, s *suite) {
 			t.Errorf("%s endpoint %q:%d is not usable", svc, c.Host, c.Port)
 		case c.User == "" || c.Password.Reveal() == "":
 			t.Errorf("%s: empty user or password", svc)
-		case svc == "postgres" && c.Database != conformanceDB:
-			t.Errorf("postgres: database %q, want the requested %q", c.Database, conformanceDB)
+		case namesDatabase(svc) && c.Database != conformanceDB:
+			t.Errorf("%s: database %q, want the requested %q", svc, c.Database, conformanceDB)
 		}
 	}
 	if rec.Resources.Network == "" && len(rec.Resources.Containers) == 0 {
@@ -254,4 +255,11 @@ func randomHex() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// namesDatabase reports whether svc's credentials name the requested
+// database (services.Service).
+func namesDatabase(svc string) bool {
+	s, ok := services.Lookup(svc)
+	return ok && s.NamesDatabase()
 }

@@ -7,13 +7,15 @@
 //     AUTH+PING), median of N runs, and their ratio;
 //   - a no-op `sandboxer apply` over 10 live sandboxes (refresh probes all);
 //   - the floor comparison of issue 31 (floor.go): from a template, beside
-//     docker run on an empty and on an initialised data directory, p50/p99.
+//     docker run on an empty and on an initialised data directory, p50/p99;
+//   - one apply of 30 sandboxes, templates on beside template = false
+//     (applyn.go).
 //
 // Both cold starts are measured twice: PostgreSQL's data on a volume (the
 // image's own VOLUME for docker run; sandboxer's default storage) and on a
 // tmpfs (docker run --tmpfs; storage = "tmpfs").
 //
-// Usage: go run ./scripts/bench [-runs 5] [-floor-runs 20] [-only floor] [-bin bin/sandboxer]
+// Usage: go run ./scripts/bench [-runs 5] [-floor-runs 20] [-apply-n 30] [-only floor|apply] [-bin bin/sandboxer]
 package main
 
 import (
@@ -61,15 +63,22 @@ func main() {
 	runs := flag.Int("runs", 5, "cold starts to measure for each side")
 	bin := flag.String("bin", "bin/sandboxer", "sandboxer binary")
 	floorRuns := flag.Int("floor-runs", 20, "runs of the floor comparison (issue 31)")
-	only := flag.String("only", "", `"floor": the floor comparison alone`)
+	only := flag.String("only", "", `"floor": the floor comparison alone; "apply": the apply of -apply-n alone`)
+	applyN := flag.Int("apply-n", 30, "sandboxes in one apply, templates on and off (issue 31)")
+	applyRuns := flag.Int("apply-runs", 2, "runs of the apply of -apply-n, each side")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	check(err)
 	ctx := context.Background()
+	if *only == "apply" {
+		applyManyBench(abs, *applyN, *applyRuns)
+		return
+	}
 	floorBench(ctx, abs, *floorRuns)
 	if *only == "floor" {
 		return
 	}
+	applyManyBench(abs, *applyN, *applyRuns)
 
 	// Each side with PostgreSQL's data in the same place: a volume (what
 	// a plain docker run of the image gets, and sandboxer's default) and

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sandboxer/sandboxer/services/contract"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -21,13 +22,7 @@ import (
 // Runner runs commands in, and copies files into, the container (or pod)
 // of one PostgreSQL instance: the runtime's exec and copy. Data moves with
 // the server's own tools, so the service needs nothing else of a runtime.
-type Runner interface {
-	// Exec runs cmd as user; stdout, when not nil, receives its output.
-	Exec(ctx context.Context, user string, cmd []string, stdout io.Writer) error
-	// CopyIn puts files into dir: files maps names to local paths,
-	// inline names to contents.
-	CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error
-}
+type Runner = contract.Runner
 
 // Data moves one instance's data: Dump, Keep, Load (snapshot.Engine's
 // three steps, for one service) and RunSQL (seed files).

@@ -100,6 +100,53 @@ func TemplateSessions(c state.Credentials, adminVerifier, appVerifier string) []
 // A failing statement ends the container with code 1 and its log quoting
 // the error.
 func TemplateStartScript(key string, sessions []Session, sessionFiles []string, serverArgs []string) []byte {
+	return templateStart(`tpl=`+TemplateData+`
+if [ "$(cat "$tpl/`+TemplateMarker+`" 2>/dev/null)" != '`+key+`' ] || [ ! -s "$tpl/PG_VERSION" ] || [ ! -s "$tpl/global/pg_control" ]; then
+	echo "sandboxer: the template data directory is incomplete or damaged" >&2
+	exit `+fmt.Sprint(TemplateDamaged)+`
+fi
+mkdir -p "$PGDATA"
+chmod 0700 "$PGDATA"
+cp -a "$tpl/." "$PGDATA/"
+`, sessions, sessionFiles, serverArgs)
+}
+
+// TemplateArchivePart names the parts of a template kept as an archive
+// (TemplateArchiveStartScript): TemplateMount/part-0000, part-0001, …,
+// which sort in their order.
+func TemplateArchivePart(i int) string { return fmt.Sprintf("part-%04d", i) }
+
+// TemplateArchiveStartScript is TemplateStartScript for a runtime that
+// keeps a template as a gzip'd tar of the data directory cut into parts,
+// mounted read-only in TemplateMount (Kubernetes: ConfigMaps projected
+// into one volume). The parts must add up to sum (their SHA-256, hex) and
+// unpack to a data directory with the marker of key; otherwise the
+// container ends with TemplateDamaged before anything starts. The rest is
+// TemplateStartScript's: the sessions in single-user mode, then its
+// arguments.
+func TemplateArchiveStartScript(key, sum string, sessions []Session, sessionFiles []string, serverArgs []string) []byte {
+	return templateStart(`tpl=`+TemplateMount+`
+if [ "$(cat "$tpl"/part-* 2>/dev/null | sha256sum | cut -d ' ' -f 1)" != '`+sum+`' ]; then
+	echo "sandboxer: the template archive is incomplete or damaged" >&2
+	exit `+fmt.Sprint(TemplateDamaged)+`
+fi
+mkdir -p "$PGDATA"
+chmod 0700 "$PGDATA"
+if ! (umask 077 && cat "$tpl"/part-* | tar -xzf - -C "$PGDATA"); then
+	echo "sandboxer: the template archive does not unpack" >&2
+	exit `+fmt.Sprint(TemplateDamaged)+`
+fi
+if [ "$(cat "$PGDATA/`+TemplateMarker+`" 2>/dev/null)" != '`+key+`' ] || [ ! -s "$PGDATA/PG_VERSION" ] || [ ! -s "$PGDATA/global/pg_control" ]; then
+	echo "sandboxer: the template archive unpacked to an incomplete data directory" >&2
+	exit `+fmt.Sprint(TemplateDamaged)+`
+fi
+`, sessions, sessionFiles, serverArgs)
+}
+
+// templateStart is a start script: fill $PGDATA (fill, which ends the
+// script with TemplateDamaged when it cannot), then the sessions, then
+// exec the arguments.
+func templateStart(fill string, sessions []Session, sessionFiles []string, serverArgs []string) []byte {
 	var b strings.Builder
 	b.WriteString(`# Written by sandboxer: start PostgreSQL from a copy of a template data directory.
 set -eu
@@ -108,17 +155,12 @@ if [ -s "$PGDATA/PG_VERSION" ]; then
 	# it is this sandbox's already.
 	exec "$@"
 fi
-tpl=` + TemplateData + `
-if [ "$(cat "$tpl/` + TemplateMarker + `" 2>/dev/null)" != '` + key + `' ] || [ ! -s "$tpl/PG_VERSION" ] || [ ! -s "$tpl/global/pg_control" ]; then
-	echo "sandboxer: the template data directory is incomplete or damaged" >&2
-	exit ` + fmt.Sprint(TemplateDamaged) + `
-fi
-mkdir -p "$PGDATA"
-chmod 0700 "$PGDATA"
-cp -a "$tpl/." "$PGDATA/"
-rm -f "$PGDATA/` + TemplateMarker + `"
+`)
+	b.WriteString(fill)
+	b.WriteString(`rm -f "$PGDATA/` + TemplateMarker + `"
 single() {
 	if ! postgres --single -j -D "$PGDATA"`)
+
 	for _, a := range serverArgs {
 		b.WriteString(" " + shellQuote(a))
 	}

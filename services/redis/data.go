@@ -65,11 +65,15 @@ func Dump(ctx context.Context, c state.Credentials, w io.Writer) error {
 }
 
 func dumpDB(ctx context.Context, c state.Credentials, db int, enc *json.Encoder) error {
-	rdb := ClientAs(c, c.AdminUser, c.AdminPassword)
+	client := ClientAs(c, c.AdminUser, c.AdminPassword)
+	defer client.Close()
+	// One connection for everything that follows, so SELECT sticks: a
+	// pipeline of the pooled client may run on a new connection (in
+	// database 0), even with a pool of one.
+	rdb := client.Conn()
 	defer rdb.Close()
 	if db != 0 {
-		// A single-connection client: SELECT sticks for what follows.
-		if err := rdb.Do(ctx, "SELECT", db).Err(); err != nil {
+		if err := rdb.Select(ctx, db).Err(); err != nil {
 			return err
 		}
 	}

@@ -57,6 +57,7 @@ type PodInterface interface {
 type CoreV1Interface interface {
 	Pods(namespace string) PodInterface
 	Secrets(namespace string) Objects[*corev1.Secret, *corev1.SecretList]
+	ConfigMaps(namespace string) Objects[*corev1.ConfigMap, *corev1.ConfigMapList]
 	Services(namespace string) Objects[*corev1.Service, *corev1.ServiceList]
 	Events(namespace string) Objects[*corev1.Event, *corev1.EventList]
 	Namespaces() Objects[*corev1.Namespace, *corev1.NamespaceList]
@@ -186,6 +187,10 @@ func (v coreV1) Pods(ns string) PodInterface {
 
 func (v coreV1) Secrets(ns string) Objects[*corev1.Secret, *corev1.SecretList] {
 	return objects(v.c, v.c.core, "secrets", ns, func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} })
+}
+
+func (v coreV1) ConfigMaps(ns string) Objects[*corev1.ConfigMap, *corev1.ConfigMapList] {
+	return objects(v.c, v.c.core, "configmaps", ns, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} })
 }
 
 func (v coreV1) Services(ns string) Objects[*corev1.Service, *corev1.ServiceList] {

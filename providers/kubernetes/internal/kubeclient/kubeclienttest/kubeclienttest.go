@@ -27,6 +27,10 @@ func (c core) Pods(ns string) kubeclient.PodInterface { return c.cs.CoreV1().Pod
 func (c core) Secrets(ns string) kubeclient.Objects[*corev1.Secret, *corev1.SecretList] {
 	return c.cs.CoreV1().Secrets(ns)
 }
+
+func (c core) ConfigMaps(ns string) kubeclient.Objects[*corev1.ConfigMap, *corev1.ConfigMapList] {
+	return c.cs.CoreV1().ConfigMaps(ns)
+}
 func (c core) Services(ns string) kubeclient.Objects[*corev1.Service, *corev1.ServiceList] {
 	return c.cs.CoreV1().Services(ns)
 }

@@ -1,4 +1,4 @@
-package rotate
+package redis
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// Redis replaces the app user's passwords with pw (sent as its SHA-256,
+// Rotate replaces the app user's passwords with pw (sent as its SHA-256,
 // so the clear text never reaches the server) and closes the user's open
 // connections. The change lives in the server's memory only: sandboxes
 // keep their ACL file read-only (ACL SAVE fails), so a restarted
 // redis-server would take back the member's first secret, which was never
 // handed out, and refuse the claimant's: its probe fails and the next
 // request re-provisions it, as for any dead instance.
-func Redis(ctx context.Context, c state.Credentials, pw state.Secret) error {
+func Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	if c.AdminUser == "" {
 		return fmt.Errorf("the record has no admin user to rotate with")
 	}

@@ -1,4 +1,4 @@
-package rotate
+package postgres
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// Postgres sets the app role's password to pw (as a SCRAM verifier) and
+// Rotate sets the app role's password to pw (as a SCRAM verifier) and
 // ends the role's open sessions, connected as the admin role.
-func Postgres(ctx context.Context, c state.Credentials, pw state.Secret) error {
+func Rotate(ctx context.Context, c state.Credentials, pw state.Secret) error {
 	if c.AdminUser == "" {
 		return fmt.Errorf("the record has no admin user to rotate with")
 	}

@@ -1,0 +1,89 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/docker/go-connections/nat"
+
+	"github.com/sandboxer/sandboxer/services"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// startService starts a service as it says (services.Service's Start):
+// its files copied in before start, into secretDir (so no password is on
+// the command line or in the environment) and wherever it mounts one
+// alone; its args after the image's entrypoint; the instance's TLS files
+// beside its own; a tmpfs on every VOLUME the image declares. It waits
+// for the service's own readiness check (Ready, through waitReady, which
+// sees a container that exits) and records what the instance offers.
+// PostgreSQL starts from a template instead (postgres.go).
+func (p *Provider) startService(ctx context.Context, b *build, s services.Service, feats []string, c state.Credentials) error {
+	svc := s.Name()
+	img := b.images[svc]
+	ii, err := p.inspectImage(ctx, svc, img.Ref)
+	if err != nil {
+		return err
+	}
+	facts, err := p.imageFacts(ctx, svc, img, ii)
+	if err != nil {
+		return err
+	}
+	at := services.Placement{SecretDir: secretDir}
+	t := b.reach.tls
+	if t != nil {
+		at.TLSCert, at.TLSKey, at.TLSCA = secretPath(tlsCertName), secretPath(tlsKeyName), secretPath(tlsCAName)
+	}
+	st, err := s.Start(services.StartInput{Creds: c, Features: feats, Allowed: p.cat.Allowed(svc),
+		Modules: img.Modules, SelfLoaded: facts.SelfLoaded, ImageEnv: imageEnvOf(ii)}, at)
+	if err != nil {
+		return err
+	}
+	if st.NeedsData {
+		// Only PostgreSQL keeps data of its own so far, and it starts
+		// from a template (postgres.go).
+		return fmt.Errorf("service %s keeps data, which the docker provider places only for postgres", svc)
+	}
+	b.addSecrets(st.Derived...)
+	port := nat.Port(fmt.Sprintf("%d/tcp", s.Port()))
+	spec := containerSpec{Service: svc, Image: img.Ref, Cmd: st.Args, Env: st.Env, Port: port, Tmpfs: tmpfsMounts(ii)}
+	var files []containerFile
+	for _, name := range slices.Sorted(maps.Keys(st.Files)) {
+		files = append(files, containerFile{Path: secretPath(name), Content: st.Files[name], Mode: 0o600})
+	}
+	for _, at := range slices.Sorted(maps.Keys(st.Mounts)) {
+		files = append(files, containerFile{Path: at, Content: st.Files[st.Mounts[at]], Mode: 0o600})
+	}
+	if t != nil {
+		files = append(files, t.files()...)
+	}
+	tlsConf, err := clientTLS(c, c.Host)
+	if err != nil {
+		return err
+	}
+	id, name, err := p.createContainer(ctx, b, spec)
+	if err != nil {
+		return err
+	}
+	if err := p.copyFiles(ctx, id, facts.Owner, files...); err != nil {
+		return fmt.Errorf("copy files into %s: %w", name, err)
+	}
+	if c.Port, err = p.startContainer(ctx, b, svc, id, name, port); err != nil {
+		return err
+	}
+	poll := func(ctx context.Context, attempt func(context.Context) error) error {
+		return p.waitReady(ctx, id, p.readyTimeout(), attempt)
+	}
+	// Available: what the instance offers, and what the image's
+	// inspection saw work in it (a request for one is a replace that
+	// works).
+	available, err := s.Ready(ctx, c, tlsConf, poll, services.Check{ImageRef: img.Ref, Runtime: "docker",
+		Features: feats, Allowed: p.cat.Allowed(svc), Seen: facts.Features})
+	if err != nil {
+		return err
+	}
+	b.done(svc, c, available)
+	return nil
+}

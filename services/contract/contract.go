@@ -1,0 +1,126 @@
+// Package contract holds the shapes services/* packages and the runtimes
+// share without importing each other: a runtime's exec and copy into an
+// instance (Runner), the instance a service's data mover works on, and
+// the mover itself. services.Service is built of them; services/postgres
+// and services/redis implement it (package services cannot be imported
+// by them: it imports them, to list the catalogue).
+//
+// What it must never do: anything. It is types only.
+package contract
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+
+	"github.com/sandboxer/sandboxer/snapshot"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// Runner runs commands in, and copies files into, the container (or pod
+// container) of one instance: the runtime's exec and copy. It is all a
+// service needs of a runtime to move data.
+type Runner interface {
+	// Exec runs cmd as user; stdout, when not nil, receives its output.
+	Exec(ctx context.Context, user string, cmd []string, stdout io.Writer) error
+	// CopyIn puts files into dir: files maps names to local paths,
+	// inline names to contents.
+	CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error
+}
+
+// Instance is one running instance of a service, as its data mover
+// needs it.
+type Instance struct {
+	Run      Runner            // exec and copy into its container
+	Creds    state.Credentials // its record's credentials (admin included)
+	Features []string          // the instance's features of the service
+	Allowed  []string          // the service's feature allowlist
+}
+
+// DataMover is snapshot.Engine's three steps for one service of one
+// instance. A runtime may run Dump again after a cut exec stream (into a
+// rewound file), and Load and Keep likewise: they must be safe to repeat.
+type DataMover interface {
+	// Dump writes the data in the service's SnapshotFormat.
+	Dump(ctx context.Context, w io.Writer) error
+	// Keep prepares d so that a later Load of d.Key is fast, without
+	// touching the live data (nothing, where loading is fast anyway).
+	Keep(ctx context.Context, d snapshot.Data) error
+	// Load replaces the live data with d.
+	Load(ctx context.Context, d snapshot.Data) error
+}
+
+// Prober is a service's liveness probe as a runtime keeps it: it may hold
+// a logged-in connection per instance between probes (a repeated probe
+// is then a round trip, not a login), still with the handed-out
+// credentials. It is safe for concurrent use.
+type Prober interface {
+	// Ping logs in with c (or uses the connection kept for c) and makes
+	// a round trip.
+	Ping(ctx context.Context, c state.Credentials, tlsConf *tls.Config) error
+	// Forget closes what is kept for c (its instance is being removed).
+	Forget(c state.Credentials)
+	// Close closes everything kept.
+	Close()
+}
+
+// Poll is how a runtime waits for a started instance: it calls attempt
+// (a real protocol exchange with the handed-out credentials) until it
+// succeeds, or gives up (its readiness timeout, a container that exited).
+type Poll func(ctx context.Context, attempt func(context.Context) error) error
+
+// Check is what the features of a started instance are checked against.
+type Check struct {
+	ImageRef string   // the image it runs, for messages
+	Runtime  string   // the provider block's label, for hints ("docker", "kubernetes")
+	Features []string // the requested features
+	Allowed  []string // the service's allowlist
+	// Seen are the features an earlier inspection of the image saw work,
+	// name → version: a request for one is a replace that works.
+	Seen map[string]string
+}
+
+// Placement is where a runtime puts what a service starts with, as paths
+// in the service's container.
+type Placement struct {
+	// SecretDir holds Start.Files, read-only.
+	SecretDir string
+	// TLSCert, TLSKey and TLSCA are the server's TLS files; all "" when
+	// the instance has no TLS.
+	TLSCert, TLSKey, TLSCA string
+	// DataRoot is an empty, writable directory on storage of the
+	// service's own, for a service whose Start.NeedsData.
+	DataRoot string
+}
+
+// StartInput is what a service's start is made from.
+type StartInput struct {
+	Creds    state.Credentials // the instance's, admin included
+	Features []string          // the requested features
+	Allowed  []string          // the service's allowlist
+	// Modules are the module paths configured for the image
+	// (config.Image.Modules); SelfLoaded the features whose module the
+	// image loads by itself.
+	Modules    map[string]string
+	SelfLoaded []string
+	// ImageEnv reads the image's environment.
+	ImageEnv func(name string) string
+}
+
+// Start is what a service's container starts with, beside its image's
+// entrypoint.
+type Start struct {
+	// Files are read-only files for Placement.SecretDir, by name. Their
+	// names are the service's own (a runtime may keep every service's
+	// files in one secret).
+	Files map[string][]byte
+	// Mounts put single Files elsewhere too: a path → a name in Files.
+	Mounts map[string]string
+	Args   []string
+	Env    []string // NAME=value
+	// Derived are values that are no passwords but have no business in
+	// a message either (a SCRAM verifier): the runtime scrubs them.
+	Derived []state.Secret
+	// NeedsData: the service keeps its data under Placement.DataRoot.
+	NeedsData bool
+}
