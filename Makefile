@@ -91,13 +91,26 @@ bench: images build integresql
 # The Kubernetes runtime on the cluster KUBECONFIG names, else the one
 # make kube started: cold time-to-ready through the provider against the
 # same Secret and pod created directly with the same probes; cache-hit
-# requests (CLI and HTTP API); KUBE_SCALE_N sandboxes created and deleted
-# at once on kwok's fake nodes (wall time, API requests per sandbox).
+# requests (CLI and HTTP API); API requests per sandbox created and
+# deleted (real pods); warm-pool claims (API requests on the claim path,
+# KUBE_CLAIMS claims' p50/p99 with refills running, and through serve);
+# KUBE_SCALE_N sandboxes created and deleted on kwok's fake nodes
+# (creates/s, deletes/s, requests per sandbox, the process's memory, and
+# bare pods the same way beside it), then KUBE_SCALE_BIG_N (0, the
+# default, skips it; 10000 needs 20 kwok nodes of 500 pods:
+# scripts/kube/kwok-nodes.sh 24).
 KUBE_SCALE_N ?= 1000
+KUBE_SCALE_BIG_N ?= 0
+KUBE_CLAIMS ?= 200
+KUBE_ENV = KUBECONFIG="$${KUBECONFIG:-$(CURDIR)/.kube/kubeconfig}"
 bench-kube: build
-	KUBECONFIG="$${KUBECONFIG:-$(CURDIR)/.kube/kubeconfig}" $(GO) test -run '^$$' -bench ColdCreate -benchtime 5x ./providers/kubernetes
-	KUBECONFIG="$${KUBECONFIG:-$(CURDIR)/.kube/kubeconfig}" $(GO) run ./scripts/benchondemand -bin $(BIN) -runtime kubernetes
-	KUBECONFIG="$${KUBECONFIG:-$(CURDIR)/.kube/kubeconfig}" SANDBOXER_KUBE_SCALE=$(KUBE_SCALE_N) $(GO) test -run TestScaleOnFakeNodes -count 1 -v -timeout 30m ./providers/kubernetes
+	$(KUBE_ENV) $(GO) test -run '^$$' -bench ColdCreate -benchtime 5x ./providers/kubernetes
+	$(KUBE_ENV) $(GO) run ./scripts/benchondemand -bin $(BIN) -runtime kubernetes
+	$(KUBE_ENV) $(GO) test -run 'TestRequestsPerSandbox$$' -count 1 -v ./providers/kubernetes
+	$(KUBE_ENV) SANDBOXER_KUBE_CLAIMS=$(KUBE_CLAIMS) $(GO) test -run 'TestPoolClaimMakesNoAPIRequests$$' -count 1 -v -timeout 30m ./providers/kubernetes
+	$(KUBE_ENV) $(GO) run ./scripts/benchpool -bin $(BIN) -runtime kubernetes -n $(KUBE_CLAIMS) -cli 0 -cold 2
+	$(KUBE_ENV) SANDBOXER_KUBE_SCALE=$(KUBE_SCALE_N) SANDBOXER_KUBE_SCALE_BASELINE=1 $(GO) test -run TestScaleOnFakeNodes -count 1 -v -timeout 30m ./providers/kubernetes
+	@if [ "$(KUBE_SCALE_BIG_N)" -gt 0 ]; then $(KUBE_ENV) SANDBOXER_KUBE_SCALE=$(KUBE_SCALE_BIG_N) $(GO) test -run TestScaleOnFakeNodes -count 1 -v -timeout 60m ./providers/kubernetes; fi
 
 # The main job: the quick-start example, applied on this machine.
 run: images build

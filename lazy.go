@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 
@@ -42,6 +43,7 @@ var (
 	_ apply.Inventory         = (*lazyProvider)(nil)
 	_ apply.NetworkChecker    = (*lazyProvider)(nil)
 	_ apply.TemplateCollector = (*lazyProvider)(nil)
+	_ apply.SharedSweeper     = (*lazyProvider)(nil)
 	_ snapshot.Engine         = (*lazyProvider)(nil)
 	_ snapshot.SQLRunner      = (*lazyProvider)(nil)
 )
@@ -267,6 +269,27 @@ func (l *lazyProvider) DeleteManaged(ctx context.Context, items []apply.Resource
 		}
 	}
 	return nil
+}
+
+// SweepShared asks each runtime already connected (one this run used)
+// that shares resources between a lineage's instances to remove them if
+// none is left; a runtime not connected is not started for it.
+func (l *lazyProvider) SweepShared(ctx context.Context, lineage string) error {
+	l.mu.Lock()
+	var conns []apply.Provider
+	for _, rt := range slices.Sorted(maps.Keys(l.conns)) {
+		if p := l.conns[rt]; !slices.Contains(conns, p) {
+			conns = append(conns, p)
+		}
+	}
+	l.mu.Unlock()
+	var errs []error
+	for _, p := range conns {
+		if s, ok := apply.As[apply.SharedSweeper](p); ok {
+			errs = append(errs, s.SweepShared(ctx, lineage))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // MissingNetworks makes the lazy provider a network checker. User

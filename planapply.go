@@ -264,7 +264,24 @@ func (s *Sandboxer) execute(ctx context.Context, prov *lazyProvider, p *plan.Pla
 		Parallelism: s.parallelism(o.Parallelism), Now: s.opts.Now, Data: mover,
 		ProgressEvery: s.opts.ProgressEvery}
 	res, err := e.Apply(ctx, s.opts.Interrupt, p)
+	if removesInstances(p) {
+		// What the lineage's instances shared on a runtime goes with the
+		// last of them (apply.SharedSweeper), also after a failed run.
+		if serr := prov.SweepShared(context.WithoutCancel(ctx), lineage); serr != nil {
+			err = errors.Join(err, fmt.Errorf("remove what the lineage's sandboxes shared: %w", serr))
+		}
+	}
 	return res, classify(err)
+}
+
+// removesInstances reports whether p deletes or replaces an instance.
+func removesInstances(p *plan.Plan) bool {
+	for _, ch := range p.Changes {
+		if ch.Action == plan.Delete || ch.Action == plan.CreateThenDelete {
+			return true
+		}
+	}
+	return false
 }
 
 // untilClosed is ctx, also cancelled when ch closes (a nil ch never does).

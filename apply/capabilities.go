@@ -48,6 +48,16 @@ type Inventory interface {
 	DeleteManaged(ctx context.Context, items []Resource) error
 }
 
+// SharedSweeper removes what the instances of a lineage share on a
+// runtime (the Kubernetes runtime: the lineage's headless Service and
+// NetworkPolicy) once none of them is left there, and nothing while one
+// is. A run of apply or destroy that removed an instance calls it once at
+// its end, so an instance's own Delete need not ask whether it was the
+// last (the orphan sweep of reap and the janitor catches the rest).
+type SharedSweeper interface {
+	SweepShared(ctx context.Context, lineage string) error
+}
+
 // NetworkChecker tells which user networks (the networks a configuration
 // names for its sandboxes to join) the engine lacks, so plan can refuse
 // them before anything is created.

@@ -66,6 +66,8 @@ provider "kubernetes" {
   kubeconfig = "/etc/kube/config"
   context    = "ci"
   namespace  = "sandboxes"
+  qps        = 300
+  burst      = 600
   memory_mb  = 512
   storage    = "tmpfs"
   tls        = true
@@ -76,7 +78,7 @@ sandbox "a" { project = project.p }
 `, Input{})
 	k := cfg.Kubernetes
 	if k.Runtime != RuntimeKubernetes || k.Kubeconfig != "/etc/kube/config" || k.Context != "ci" || k.Namespace != "sandboxes" ||
-		k.MemoryMB != 512 || k.PidsLimit != DefaultPidsLimit || k.Storage != StorageTmpfs || k.Publish != KubernetesPublish(true) {
+		k.QPS != 300 || k.Burst != 600 || k.MemoryMB != 512 || k.PidsLimit != DefaultPidsLimit || k.Storage != StorageTmpfs || k.Publish != KubernetesPublish(true) {
 		t.Errorf("kubernetes provider %+v", k)
 	}
 	if k.Images["postgres"].Ref != "sandboxer.local/postgres:17" || !k.Images["redis"].Default {
@@ -85,7 +87,8 @@ sandbox "a" { project = project.p }
 	if in := cfg.Instances[0]; in.Runtime != RuntimeKubernetes || len(in.Networks) != 0 {
 		t.Errorf("instance %+v", in)
 	}
-	if d := load(t, `provider "kubernetes" {}`, Input{}).Kubernetes; d.Namespace != "" || d.Publish.TLS {
+	if d := load(t, `provider "kubernetes" {}`, Input{}).Kubernetes; d.Namespace != "" || d.Publish.TLS ||
+		d.QPS != DefaultKubeQPS || d.Burst != DefaultKubeBurst {
 		t.Errorf("defaults %+v", d)
 	}
 }
@@ -107,6 +110,9 @@ sandbox "a" {
   project  = project.p
   networks = ["ci"]
 }`, `main.sbx.hcl:5,3-11: error: Docker setting on a Kubernetes sandbox: sandbox.a runs on kubernetes`},
+		{"qps out of range", `provider "kubernetes" {
+  qps = 0
+}`, `main.sbx.hcl:2,9-10: error: Invalid value`},
 		{"unknown runtime", `project "p" {
   services = ["postgres"]
   runtime  = "nomad"

@@ -92,7 +92,12 @@ type Provider struct {
 	Kubeconfig string
 	Context    string
 	Namespace  string
-	DeclRange  hcl.Range
+	// QPS and Burst are the client-side rate limit of the kubernetes
+	// runtime's API client (qps, burst; DefaultKubeQPS and DefaultKubeBurst
+	// when not set).
+	QPS       int64
+	Burst     int64
+	DeclRange hcl.Range
 }
 
 // Image is the image for one service and, for redis, where each feature's

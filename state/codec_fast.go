@@ -193,6 +193,9 @@ func (r *reader) resources() Resources {
 		case "pod":
 			fields.once(r, 5)
 			res.Pod = r.str()
+		case "owned":
+			fields.once(r, 6)
+			res.Owned = r.strMap()
 		default:
 			r.fail()
 		}

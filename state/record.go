@@ -108,6 +108,12 @@ type Resources struct {
 	// Secret, Service and NetworkPolicy carry the pod's name.
 	Namespace string `json:"namespace,omitempty"`
 	Pod       string `json:"pod,omitempty"`
+	// Owned lists, for a Kubernetes instance, the objects of its own by
+	// kind ("pod", "secret") and the UID each was created with, so a
+	// delete removes exactly those, with no read first. Records made
+	// before it existed leave it empty: their instance owns a pod, a
+	// Secret, a Service and a NetworkPolicy, all of the pod's name.
+	Owned map[string]string `json:"owned,omitempty"`
 }
 
 // Runtimes an instance can run on (Resources.Runtime).

@@ -205,6 +205,10 @@ func (c *Client) DeleteManaged(ctx context.Context, items []apply.Resource) erro
 	return c.errCall(ctx, "DeleteManaged", func(cl Call) any { return DeleteManagedArgs{Call: cl, Items: items} })
 }
 
+func (c *Client) SweepShared(ctx context.Context, lineage string) error {
+	return c.errCall(ctx, "SweepShared", func(cl Call) any { return ListArgs{Call: cl, Lineage: lineage} })
+}
+
 // Dump has the program write the dump to a private temporary file, then
 // copies it to w.
 func (c *Client) Dump(ctx context.Context, rec *state.Record, service string, w io.Writer) error {

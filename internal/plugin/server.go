@@ -210,6 +210,13 @@ func (m *methods) DeleteManaged(a DeleteManagedArgs, r *ErrReply) error {
 	return nil
 }
 
+func (m *methods) SweepShared(a ListArgs, r *ErrReply) error {
+	r.Err = run(m.s, a.Call, "remove a lineage's shared resources", func(ctx context.Context, p apply.SharedSweeper) error {
+		return p.SweepShared(ctx, a.Lineage)
+	})
+	return nil
+}
+
 func (m *methods) Dump(a DumpArgs, r *ErrReply) error {
 	r.Err = run(m.s, a.Call, "dump data", func(ctx context.Context, p snapshot.Engine) error {
 		f, err := os.OpenFile(a.Path, os.O_WRONLY|os.O_TRUNC, 0)

@@ -91,7 +91,7 @@ func BenchmarkColdCreate(b *testing.B) {
 				}
 				ds = append(ds, time.Since(t))
 				b.StopTimer()
-				if err := p.deleteInstance(ctx, pod.Name); err != nil {
+				if err := p.deleteInstance(ctx, pod.Name, instanceKinds...); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()

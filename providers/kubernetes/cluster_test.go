@@ -36,7 +36,7 @@ func TestHostClientsByPodIP(t *testing.T) {
 	rec := createInstance(t, p, apply.CreateRequest{Address: "sandbox.host", Lineage: lineage, Generation: 1, Features: bare()})
 	ctx := ctxFor(t, time.Minute)
 	pg := rec.Credentials["postgres"]
-	wantDNS := rec.Resources.Pod + "." + p.ns + ".svc.cluster.local"
+	wantDNS := rec.Resources.Pod + "." + sharedName(lineage) + "." + p.ns + ".svc.cluster.local"
 	if pg.NetworkHost != wantDNS || pg.NetworkPort != 5432 || pg.Port != 5432 {
 		t.Errorf("postgres endpoints %s:%d / %s:%d, want pod IP:5432 / %s:5432", pg.Host, pg.Port, pg.NetworkHost, pg.NetworkPort, wantDNS)
 	}
@@ -80,20 +80,21 @@ func TestInClusterClientsByServiceName(t *testing.T) {
 		{testRedisImage(), fmt.Sprintf(`read -r REDISCLI_AUTH; export REDISCLI_AUTH; redis-cli -h %s -p %d --user %s --no-auth-warning PING`,
 			rc.NetworkHost, rc.NetworkPort, rc.User), rc.Password.Reveal(), "PONG"},
 	} {
-		out := runClientPod(t, ctx, p, rec.Resources.Pod, tc.image, tc.script, tc.secret)
+		out := runClientPod(t, ctx, p, sharedName(lineage), tc.image, tc.script, tc.secret)
 		if strings.TrimSpace(out) != tc.want {
 			t.Errorf("client of %s printed %q, want %q", tc.image, out, tc.want)
 		}
 	}
 }
 
-// runClientPod runs script in a client pod of the sandbox (labelled as
-// its client, so its NetworkPolicy admits it), with stdin as its input.
-func runClientPod(t *testing.T, ctx context.Context, p *Provider, sandbox, image, script, stdin string) string {
+// runClientPod runs script in a client pod of a lineage's sandboxes
+// (labelled as its client, clientOf the lineage's shared name, so its
+// NetworkPolicy admits it), with stdin as its input.
+func runClientPod(t *testing.T, ctx context.Context, p *Provider, clientOf, image, script, stdin string) string {
 	t.Helper()
 	name := "sbx-client-" + randomSuffix()
 	pod := p.inspectionPod(name, image, []string{"sleep", "120"}, nil)
-	pod.Labels = map[string]string{LabelClientOf: sandbox, LabelInspect: "true"}
+	pod.Labels = map[string]string{LabelClientOf: clientOf, LabelInspect: "true"}
 	if _, err := p.runInspection(ctx, pod, nil); err != nil {
 		t.Fatalf("client pod: %v", err)
 	}
@@ -144,23 +145,38 @@ func TestNoSecretsInSpecsOrEvents(t *testing.T) {
 	name := rec.Resources.Pod
 	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, name, metav1.GetOptions{})
 	mustf(t, err, "get pod")
-	svc, err := p.cs.CoreV1().Services(p.ns).Get(ctx, name, metav1.GetOptions{})
-	mustf(t, err, "get service")
-	np, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).Get(ctx, name, metav1.GetOptions{})
-	mustf(t, err, "get networkpolicy")
+	// The lineage's shared Service and NetworkPolicy (none of the
+	// sandbox's own any more): no secret, no owner (they outlive any one
+	// sandbox), labelled as shared.
+	svc, err := p.cs.CoreV1().Services(p.ns).Get(ctx, sharedName(lineage), metav1.GetOptions{})
+	mustf(t, err, "get the shared service")
+	np, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).Get(ctx, sharedName(lineage), metav1.GetOptions{})
+	mustf(t, err, "get the shared networkpolicy")
 	for what, obj := range map[string]any{"pod": pod, "service": svc, "networkpolicy": np} {
 		b, _ := json.Marshal(obj)
 		secrets.assertNoSecret(t, what, string(b))
 		if what != "pod" {
-			if len(obj.(metav1.Object).GetOwnerReferences()) != 1 {
-				t.Errorf("%s has no owner reference to the pod", what)
+			m := obj.(metav1.Object)
+			if len(m.GetOwnerReferences()) != 0 || m.GetLabels()[LabelShared] != "true" {
+				t.Errorf("shared %s: owners %v, labels %v", what, m.GetOwnerReferences(), m.GetLabels())
 			}
+		}
+	}
+	for _, kind := range []string{"services", "networkpolicies"} {
+		var err error
+		if kind == "services" {
+			_, err = p.cs.CoreV1().Services(p.ns).Get(ctx, name, metav1.GetOptions{})
+		} else {
+			_, err = p.cs.NetworkingV1().NetworkPolicies(p.ns).Get(ctx, name, metav1.GetOptions{})
+		}
+		if !isNotFound(err) {
+			t.Errorf("the sandbox has %s of its own (err %v)", kind, err)
 		}
 	}
 	sec, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, name, metav1.GetOptions{})
 	mustf(t, err, "get secret")
-	if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != pod.UID {
-		t.Errorf("secret owner references %v", sec.OwnerReferences)
+	if !ownedBy(sec.ObjectMeta, rec.ResourceAddress()) || string(sec.UID) != rec.Resources.Owned[ownedSecret] || string(pod.UID) != rec.Resources.Owned[ownedPod] {
+		t.Errorf("secret labels %v, UIDs %s/%s, record %v", sec.Labels, pod.UID, sec.UID, rec.Resources.Owned)
 	}
 	if _, ok := sec.Data[tlsKeyName]; ok {
 		t.Error("the TLS key is in the Secret")
@@ -218,6 +234,9 @@ func TestTLSInstance(t *testing.T) {
 	if _, err := os.Stat(pg.CAFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("CA file after Delete: %v", err)
 	}
+	// The lineage's last sandbox gone, apply's end-of-run sweep removes
+	// what it shared.
+	mustf(t, p.SweepShared(ctx, lineage), "SweepShared")
 	assertNothingLabelled(t, p, lineage)
 }
 

@@ -63,6 +63,7 @@ func (e *engineError) Unwrap() []error { return []error{apply.ErrEngine, e.err} 
 
 func isNotFound(err error) bool      { return apierrors.IsNotFound(err) }
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+func isConflict(err error) bool      { return apierrors.IsConflict(err) }
 
 func isForbiddenErr(err error) bool { return apierrors.IsForbidden(err) }
 

@@ -126,6 +126,14 @@ func newLineage(tb testing.TB, p *Provider) string {
 		tb.Fatal(err)
 	}
 	lineage := hex.EncodeToString(b)
+	cleanupLineage(tb, p, lineage)
+	return lineage
+}
+
+// cleanupLineage deletes everything labelled with lineage when the test
+// ends (its sandboxes, then the lineage's shared objects).
+func cleanupLineage(tb testing.TB, p *Provider, lineage string) {
+	tb.Helper()
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -138,7 +146,6 @@ func newLineage(tb testing.TB, p *Provider) string {
 			tb.Errorf("cleanup: %v", err)
 		}
 	})
-	return lineage
 }
 
 // assertNothingLabelled fails if any object carries the lineage.

@@ -4,26 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sandboxer/sandboxer/apply"
 )
 
-var _ apply.Inventory = (*Provider)(nil)
+var (
+	_ apply.Inventory     = (*Provider)(nil)
+	_ apply.SharedSweeper = (*Provider)(nil)
+)
 
 // ListManaged returns every object labelled as managed by sandboxer with
 // lineage ("" every lineage's) in the provider's namespace: a pod as one
-// KindContainer per container (service), its Secret, Service and
-// NetworkPolicy under their own kinds. Every kind is one LIST by label
+// KindContainer per container (service), its Secret (and, made before
+// issue 30, its Service and NetworkPolicy) under their own kinds. A
+// lineage's shared Service and NetworkPolicy (no address, generation -1)
+// are listed only when no pod of the lineage is left, so the orphan
+// sweep removes them with its last sandbox and never under a live one. Every kind is one LIST by label
 // selector, whatever the number of sandboxes. The ID of each is the
 // object's name (the instance's pod name, which records keep as
 // Resources.Pod).
 func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]apply.Resource, error) {
 	opts := metav1.ListOptions{LabelSelector: managedSelector(lineage)}
-	var out [4][]apply.Resource
+	// out[4] are lineages' shared objects (shared.go), reported only
+	// when no pod of their lineage is left: then they are orphans.
+	var out [5][]apply.Resource
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		l, err := p.cs.CoreV1().Pods(p.ns).List(gctx, opts)
@@ -55,7 +65,7 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]apply.Res
 			return p.apiErr("list", "services", "", err)
 		}
 		for _, s := range l.Items {
-			out[2] = append(out[2], resourceOf(kindService, s.ObjectMeta))
+			out[sharedIndex(s.ObjectMeta, 2)] = append(out[sharedIndex(s.ObjectMeta, 2)], resourceOf(kindService, s.ObjectMeta))
 		}
 		return nil
 	})
@@ -65,13 +75,18 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]apply.Res
 			return p.apiErr("list", "networkpolicies", "", err)
 		}
 		for _, n := range l.Items {
-			out[3] = append(out[3], resourceOf(kindNetworkPolicy, n.ObjectMeta))
+			out[sharedIndex(n.ObjectMeta, 3)] = append(out[sharedIndex(n.ObjectMeta, 3)], resourceOf(kindNetworkPolicy, n.ObjectMeta))
 		}
 		return nil
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	inUse := map[string]bool{}
+	for _, r := range out[0] {
+		inUse[r.Lineage] = true
+	}
+	out[4] = slices.DeleteFunc(out[4], func(r apply.Resource) bool { return inUse[r.Lineage] })
 	var all []apply.Resource
 	for _, rs := range out {
 		for _, r := range rs {
@@ -83,6 +98,15 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]apply.Res
 		}
 	}
 	return all, nil
+}
+
+// sharedIndex is where ListManaged puts an object of kind index i: 4 for
+// a lineage's shared one.
+func sharedIndex(m metav1.ObjectMeta, i int) int {
+	if m.Labels[LabelShared] == "true" {
+		return 4
+	}
+	return i
 }
 
 func resourceOf(kind string, m metav1.ObjectMeta) apply.Resource {
@@ -122,6 +146,13 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []apply.Resource) er
 		}
 		return out
 	}
+	// A shared object going means this process must make it again on the
+	// lineage's next Create.
+	for _, it := range items {
+		if (it.Kind == kindService || it.Kind == kindNetworkPolicy) && it.Name == sharedName(it.Lineage) {
+			p.shared.set(it.Lineage, false)
+		}
+	}
 	var errs []error
 	for _, phase := range [][]key{pods(todo, true), pods(todo, false)} {
 		errc := make(chan error, len(phase))
@@ -147,5 +178,64 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []apply.Resource) er
 			errs = append(errs, err)
 		}
 	}
+	var lineages []string
+	for _, it := range items {
+		if it.Lineage != "" && !slices.Contains(lineages, it.Lineage) {
+			lineages = append(lineages, it.Lineage)
+		}
+	}
+	for _, l := range lineages {
+		errs = append(errs, p.SweepShared(ctx, l))
+	}
 	return errors.Join(errs...)
+}
+
+// SweepShared deletes the lineage's shared objects (shared.go) when no
+// pod of it is left (apply.SharedSweeper): DeleteManaged of everything
+// ListManaged returned leaves nothing labelled, and apply and destroy
+// call it once per run. A LIST of at most one pod, and two more LISTs
+// and deletes when none is left; the sweep, not a sandbox's Delete, pays
+// it.
+func (p *Provider) SweepShared(ctx context.Context, lineage string) error {
+	pods, err := p.cs.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(lineagePods(lineage)).String(), Limit: 1})
+	if err != nil {
+		return p.apiErr("list", "pods", "", err)
+	}
+	if len(pods.Items) > 0 {
+		return nil
+	}
+	sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(p.sharedMeta(lineage).Labels).String()}
+	svcs, err := p.cs.CoreV1().Services(p.ns).List(ctx, sel)
+	if err != nil {
+		return p.apiErr("list", "services", "", err)
+	}
+	nps, err := p.cs.NetworkingV1().NetworkPolicies(p.ns).List(ctx, sel)
+	if err != nil {
+		return p.apiErr("list", "networkpolicies", "", err)
+	}
+	if len(svcs.Items) == 0 && len(nps.Items) == 0 {
+		return nil
+	}
+	p.shared.set(lineage, false)
+	var errs []error
+	for _, s := range svcs.Items {
+		errs = append(errs, p.deleteOne(ctx, kindService, s.Name))
+	}
+	for _, n := range nps.Items {
+		errs = append(errs, p.deleteOne(ctx, kindNetworkPolicy, n.Name))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// A Create that made sure of them before the deletes may have made
+	// its pod since (here or in another process): look again, and give
+	// such a pod its Service and NetworkPolicy back.
+	pods, err = p.cs.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(lineagePods(lineage)).String(), Limit: 1})
+	if err != nil {
+		return p.apiErr("list", "pods", "", err)
+	}
+	if len(pods.Items) > 0 {
+		return p.ensureShared(ctx, lineage)
+	}
+	return nil
 }

@@ -19,10 +19,14 @@ const (
 	// LabelPod names the instance (its pod's name) on every object of it;
 	// the Service and the NetworkPolicy select the pod by it.
 	LabelPod = "sandboxer.dev/pod"
-	// LabelClientOf marks a client pod of a sandbox (value: the sandbox's
-	// pod name): the sandbox's NetworkPolicy admits ingress from pods
+	// LabelClientOf marks a client pod of a lineage's sandboxes (value:
+	// the lineage's shared name, sharedName; for a sandbox made before
+	// issue 30, its pod name): the NetworkPolicy admits ingress from pods
 	// labelled so, in its namespace.
 	LabelClientOf = "sandboxer.dev/client-of"
+	// LabelShared marks a lineage's shared headless Service and
+	// NetworkPolicy (shared.go), which belong to no one sandbox.
+	LabelShared = "sandboxer.dev/shared"
 	// LabelInspect marks the short-lived pods and Secrets Check makes to
 	// learn what an image provides. They belong to no sandbox (no
 	// lineage): the orphan sweep leaves them alone; Check deletes its own

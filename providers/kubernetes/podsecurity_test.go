@@ -34,5 +34,6 @@ func TestRestrictedPodSecurity(t *testing.T) {
 		Features: config.FeatureSet{"postgres": {"vector"}, "redis": {"search"}}, Publish: config.Publish{TLS: true}})
 	mustf(t, p.Probe(ctx, rec), "Probe")
 	mustf(t, p.Delete(ctx, rec), "Delete")
+	mustf(t, p.SweepShared(ctx, lineage), "SweepShared") // as apply does at the end of a run
 	assertNothingLabelled(t, p, lineage)
 }

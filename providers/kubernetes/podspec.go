@@ -6,10 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/sandboxer/sandboxer/config"
@@ -196,58 +194,6 @@ func secretItems(keys []string) []corev1.KeyToPath {
 // kubelet then need not watch it.
 func secretSpec(meta metav1.ObjectMeta, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: data, Immutable: ptr.To(true)}
-}
-
-// serviceSpec is the instance's headless Service: <name>.<namespace>.svc
-// resolves, in the cluster, to the pod's IP, also before the pod is ready
-// (the services' own probes decide readiness, not the kubelet).
-func serviceSpec(meta metav1.ObjectMeta, runs []serviceRun) *corev1.Service {
-	svc := &corev1.Service{ObjectMeta: meta}
-	svc.Spec.ClusterIP = corev1.ClusterIPNone
-	svc.Spec.Selector = map[string]string{LabelPod: meta.Name}
-	svc.Spec.PublishNotReadyAddresses = true
-	for _, r := range runs {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
-			Name: portName(r.Name), Port: int32(r.Port), TargetPort: intstr.FromInt32(int32(r.Port)), Protocol: corev1.ProtocolTCP,
-		})
-	}
-	return svc
-}
-
-// networkPolicySpec admits ingress to the instance's ports only from pods
-// of its namespace labelled as its clients (LabelClientOf: its name) and
-// from outside the cluster (where sandboxer and the hosts it serves run;
-// an ipBlock, which by the API's rules does not match pod IPs on most
-// network plugins). It takes effect only with a network plugin that
-// enforces policies: the bridge plugin of the local cluster does not.
-func networkPolicySpec(meta metav1.ObjectMeta, runs []serviceRun) *networkingv1.NetworkPolicy {
-	np := &networkingv1.NetworkPolicy{ObjectMeta: meta}
-	np.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{LabelPod: meta.Name}}
-	np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
-	rule := networkingv1.NetworkPolicyIngressRule{
-		From: []networkingv1.NetworkPolicyPeer{
-			{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelClientOf: meta.Name}}},
-			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}},
-			{IPBlock: &networkingv1.IPBlock{CIDR: "::/0"}},
-		},
-	}
-	for _, r := range runs {
-		rule.Ports = append(rule.Ports, networkingv1.NetworkPolicyPort{
-			Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(int32(r.Port))),
-		})
-	}
-	np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{rule}
-	return np
-}
-
-// ownedByPod makes obj a dependent of pod, so the cluster's garbage
-// collector removes it with the pod should sandboxer not (a crash between
-// the two deletes).
-func ownedByPod(pod *corev1.Pod) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{
-		APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-		BlockOwnerDeletion: ptr.To(false),
-	}}
 }
 
 // envVars turns NAME=value pairs into the API's form.

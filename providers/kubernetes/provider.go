@@ -33,15 +33,6 @@ const (
 	goneTimeout = 60 * time.Second
 )
 
-// Client-side rate limits. client-go's defaults (5 QPS, burst 10) would
-// throttle an apply of a thousand sandboxes, four or five writes each, to
-// a quarter of an hour; the API server has its own flow control (APF)
-// that protects it from a client that asks too much.
-const (
-	clientQPS   = 100
-	clientBurst = 200
-)
-
 // Provider drives one namespace of one Kubernetes cluster. It is safe for
 // concurrent use once configured; set the exported fields before the
 // first call.
@@ -94,8 +85,11 @@ type Provider struct {
 	// templateSalt, when set (tests only), goes into every template key:
 	// a test's templates are its own.
 	templateSalt string
-	// requests counts the HTTP requests sent to the API server.
-	requests atomic.Int64
+	// shared remembers the lineages whose shared objects exist (shared.go).
+	shared sharedObjects
+	// requests counts the HTTP requests sent to the API server, writes
+	// (POST, PUT, PATCH, DELETE) those that change something.
+	requests, writes atomic.Int64
 }
 
 var _ apply.Provider = (*Provider)(nil)
@@ -114,13 +108,22 @@ func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provi
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes provider: %w", err)
 	}
-	rc.QPS, rc.Burst = clientQPS, clientBurst
+	// The client-side rate limit (config.DefaultKubeQPS explains the
+	// defaults); requests beyond the burst wait in the client.
+	rc.QPS, rc.Burst = float32(cfg.QPS), int(cfg.Burst)
+	if rc.QPS <= 0 {
+		rc.QPS, rc.Burst = config.DefaultKubeQPS, config.DefaultKubeBurst
+	}
+	rc.Burst = max(rc.Burst, int(rc.QPS))
 	rc.UserAgent = "sandboxer"
 	var p *Provider
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if p != nil {
 				p.requests.Add(1)
+				if r.Method != http.MethodGet && r.Method != http.MethodHead {
+					p.writes.Add(1)
+				}
 			}
 			return rt.RoundTrip(r)
 		})

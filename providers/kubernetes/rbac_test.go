@@ -90,8 +90,8 @@ func TestRoleIsEnough(t *testing.T) {
 	mustf(t, p.Dump(ctx, rec, "postgres", &dump), "Dump through exec")
 	items, err := p.ListManaged(ctx, lineage)
 	mustf(t, err, "ListManaged")
-	if len(items) != 5 {
-		t.Errorf("listed %d objects, want 5", len(items))
+	if len(items) != 3 {
+		t.Errorf("listed %d objects, want 3 (2 containers, the Secret; the shared objects not while the pod lives)", len(items))
 	}
 
 	// Take pods/exec away: the error says what is missing.
@@ -118,5 +118,6 @@ func TestRoleIsEnough(t *testing.T) {
 		t.Errorf("Dump without pods/exec = %v, want an error naming pods/exec and the namespace", err)
 	}
 	mustf(t, p.Delete(ctx, rec), "Delete")
+	mustf(t, p.SweepShared(ctx, lineage), "SweepShared under the Role")
 	assertNothingLabelled(t, p, lineage)
 }

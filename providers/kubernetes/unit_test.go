@@ -4,22 +4,31 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/providers/kubernetes/internal/kubeclient/kubeclienttest"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
@@ -137,12 +146,13 @@ func TestInstanceObjects(t *testing.T) {
 		secrets = append(secrets, app.Reveal(), admin.Reveal())
 		b.creds[svc] = state.Credentials{User: appUser, Password: app, AdminUser: adminUser, AdminPassword: admin, Database: "app"}
 	}
-	secret, pod, runs, err := p.objects(b)
+	secret, pod, _, err := p.objects(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	specJSON, _ := json.Marshal(pod)
-	for _, obj := range []any{pod, serviceSpec(pod.ObjectMeta, runs), networkPolicySpec(pod.ObjectMeta, runs)} {
+	shared := p.sharedMeta(req.Lineage)
+	for _, obj := range []any{pod, p.sharedServiceSpec(shared, req.Lineage), p.sharedPolicySpec(shared, req.Lineage)} {
 		j, _ := json.Marshal(obj)
 		for _, s := range secrets {
 			if strings.Contains(string(j), s) {
@@ -198,6 +208,36 @@ func TestInstanceObjects(t *testing.T) {
 	}
 	if pod.Labels[LabelManaged] != "true" || pod.Labels[LabelGeneration] != "2" || pod.Annotations[AnnotationAddress] != "sandbox.ci" {
 		t.Errorf("labels %v annotations %v", pod.Labels, pod.Annotations)
+	}
+	// The pod joins the lineage's shared Service by hostname and
+	// subdomain; its handed-out DNS name is <pod>.<shared>.<ns>.svc.
+	svc := p.sharedServiceSpec(shared, req.Lineage)
+	if spec.Hostname != pod.Name || spec.Subdomain != svc.Name || svc.Name == pod.Name {
+		t.Errorf("hostname %q subdomain %q, shared Service %q", spec.Hostname, spec.Subdomain, svc.Name)
+	}
+	for k, v := range svc.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("the shared Service selects %s=%s; the pod has %q", k, v, pod.Labels[k])
+		}
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("shared Service: %+v", svc.Spec)
+	}
+	if want := pod.Name + "." + svc.Name + "." + p.ns + ".svc.cluster.local"; b.dnsNames()[0] != want {
+		t.Errorf("DNS name %q, want %q", b.dnsNames()[0], want)
+	}
+	if len(secret.OwnerReferences) != 0 {
+		t.Errorf("the Secret is owned before the pod exists: %v", secret.OwnerReferences)
+	}
+	np := p.sharedPolicySpec(shared, req.Lineage)
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		if pod.Labels[k] != v {
+			t.Errorf("the shared NetworkPolicy selects %s=%s; the pod has %q", k, v, pod.Labels[k])
+		}
+	}
+	other := p.sharedServiceSpec(p.sharedMeta("another-lineage"), "another-lineage")
+	if other.Name == svc.Name || other.Spec.Selector[LabelLineage] == svc.Spec.Selector[LabelLineage] {
+		t.Errorf("two lineages share %s", svc.Name)
 	}
 }
 
@@ -265,3 +305,138 @@ current-context: x
 		t.Errorf("New with an unknown context: %v", err)
 	}
 }
+
+// A lineage's shared Service and NetworkPolicy are made once however many
+// Creates start at once, and a second process (another Provider) that
+// finds them made takes AlreadyExists as success; the first process then
+// makes none again.
+func TestSharedObjectsOnceUnderConcurrentFirstUse(t *testing.T) {
+	cs := fake.NewClientset()
+	lineage := "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	for _, p := range []*Provider{fakeProvider(t, cs), fakeProvider(t, cs)} {
+		var wg sync.WaitGroup
+		errs := make([]error, 20)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = p.ensureShared(context.Background(), lineage)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("ensureShared: %v", err)
+			}
+		}
+		if err := p.ensureShared(context.Background(), lineage); err != nil {
+			t.Fatal(err)
+		}
+	}
+	creates := 0
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "create" {
+			creates++
+		}
+	}
+	// Two per process (the second's fail with AlreadyExists), none more.
+	if creates != 4 {
+		t.Errorf("%d creates, want 4: %v", creates, cs.Actions())
+	}
+	svcs, _ := cs.CoreV1().Services("sbx").List(context.Background(), metav1.ListOptions{})
+	nps, _ := cs.NetworkingV1().NetworkPolicies("sbx").List(context.Background(), metav1.ListOptions{})
+	if len(svcs.Items) != 1 || len(nps.Items) != 1 || svcs.Items[0].Name != sharedName(lineage) {
+		t.Errorf("services %v, policies %v", svcs.Items, nps.Items)
+	}
+}
+
+// The calls a Create and a Delete make, on a fake clientset whose pods get
+// an IP a moment after they are created (readiness stubbed, as on kwok):
+// the lineage's first Create makes the shared Service and NetworkPolicy
+// besides; every Create is a pod, a Secret owned by it, and one watch; a
+// Delete is two deletes, each conditional on the UID the record lists.
+// The real cluster's counts are TestRequestsPerSandbox's.
+func TestCreateAndDeleteCalls(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		pod.UID, pod.ResourceVersion = typesUID(pod.Name), "1"
+		return true, pod, cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace)
+	})
+	// The fake's watches replay nothing: once a watch of pods is open, the
+	// namespace's pods get their IP, and it sees that.
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	cs.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := cs.Tracker().Watch(pods, a.GetNamespace())
+		go func() {
+			time.Sleep(10 * time.Millisecond)
+			l, err := cs.Tracker().List(pods, corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
+			if err != nil {
+				return
+			}
+			for _, cur := range l.(*corev1.PodList).Items {
+				up := cur.DeepCopy()
+				up.Status.PodIP = "192.0.2.9" // TEST-NET-1: nothing answers there
+				_ = cs.Tracker().Update(pods, up, a.GetNamespace())
+			}
+		}()
+		return true, w, err
+	})
+	cs.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sec := a.(k8stesting.CreateAction).GetObject().(*corev1.Secret).DeepCopy()
+		sec.UID = typesUID("secret-" + sec.Name)
+		return true, sec, cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("secrets"), sec, sec.Namespace)
+	})
+	p := fakeProvider(t, cs)
+	p.fakeReady = true
+	for _, svc := range []string{"postgres", "redis"} {
+		img := p.cfg.Images[svc]
+		p.rememberRef(svc+"\x00"+img.Ref, "sha256:test")
+		p.caps.Put(p.capabilityKey(svc, img, "sha256:test"), imageFacts{UID: 999, GID: 999})
+	}
+	lineage := "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	ctx := ctxFor(t, 10*time.Second)
+	verbs := func(from int) []string {
+		var out []string
+		for _, a := range cs.Actions()[from:] {
+			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+		sort.Strings(out)
+		return out
+	}
+	var recs []*state.Record
+	for i, want := range [][]string{
+		{"create networkpolicies", "create pods", "create secrets", "create services", "watch pods"},
+		// sorted: the Secret goes first, then the pod
+		{"create pods", "create secrets", "watch pods"},
+	} {
+		from := len(cs.Actions())
+		req := apply.CreateRequest{Address: fmt.Sprintf("sandbox.c%d", i), Lineage: lineage, Generation: 1, Features: bare()}
+		c, err := p.Create(ctx, req)
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		if diff := cmp.Diff(want, verbs(from)); diff != "" {
+			t.Errorf("Create %d calls (-want +got):\n%s", i, diff)
+		}
+		if c.Resources.Owned[ownedPod] == "" || c.Resources.Owned[ownedSecret] == "" {
+			t.Errorf("Owned %v", c.Resources.Owned)
+		}
+		recs = append(recs, &state.Record{Address: req.Address, Resources: c.Resources, Credentials: c.Credentials, Generation: 1})
+	}
+	from := len(cs.Actions())
+	if err := p.Delete(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"delete pods", "delete secrets"}, verbs(from)); diff != "" {
+		t.Errorf("Delete calls (-want +got):\n%s", diff)
+	}
+	for _, a := range cs.Actions()[from:] {
+		opts := a.(k8stesting.DeleteActionImpl).GetDeleteOptions()
+		if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID == "" {
+			t.Errorf("%s %s without a UID precondition", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}
+
+func typesUID(name string) types.UID { return types.UID("uid-" + kit.ShortHash(name, 16)) }

@@ -78,6 +78,11 @@ sandbox "agent" {
 		if _, err := sbx("release", "sandbox.agent", "--key", "bench"); err != nil {
 			fmt.Fprintln(os.Stderr, "release:", err)
 		}
+		// A release leaves what the lineage's sandboxes shared (the
+		// Kubernetes runtime's Service and NetworkPolicy) to the reaper.
+		if _, err := sbx("reap"); err != nil {
+			fmt.Fprintln(os.Stderr, "reap:", err)
+		}
 	}()
 
 	// CLI: one whole process per call.

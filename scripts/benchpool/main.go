@@ -8,7 +8,12 @@
 // released outside the timing so the engine never holds more than the
 // pool plus one.
 //
-// Usage: go run ./scripts/benchpool [-bin bin/sandboxer] [-n 200] [-cli 20] [-cold 5] [-size 10] [-services redis]
+// With -runtime kubernetes the pool's members are pods on the cluster
+// KUBECONFIG names (namespace: its context's); a claim there makes no
+// request to the API server at all (rotation is over the services' own
+// protocols, the move a state transaction).
+//
+// Usage: go run ./scripts/benchpool [-bin bin/sandboxer] [-n 200] [-cli 20] [-cold 5] [-size 10] [-services redis] [-runtime docker|kubernetes]
 package main
 
 import (
@@ -37,7 +42,11 @@ func main() {
 	nCold := flag.Int("cold", 5, "cold requests to measure on each side")
 	size := flag.Int("size", 10, "pool size")
 	services := flag.String("services", "redis", "services of the pooled block")
+	runtime := flag.String("runtime", "docker", "where the pool runs: docker or kubernetes")
 	flag.Parse()
+	if *runtime != "docker" && *runtime != "kubernetes" {
+		check(fmt.Errorf("-runtime %q: docker or kubernetes", *runtime))
+	}
 	abs, err := filepath.Abs(*bin)
 	check(err)
 	dir, err := os.MkdirTemp("", "sbx-bench-pool-")
@@ -47,7 +56,7 @@ func main() {
 	for _, s := range strings.Split(*services, ",") {
 		quoted = append(quoted, fmt.Sprintf("%q", strings.TrimSpace(s)))
 	}
-	cfg := fmt.Sprintf(`provider "docker" {
+	cfg := fmt.Sprintf(`provider "%s" {
   image "postgres" { ref = "sandboxer.local/postgres:17" }
   image "redis"    { ref = "sandboxer.local/redis:7" }
 }
@@ -67,7 +76,7 @@ sandbox "cold" {
   on_demand = true
   ttl       = "1h"
 }
-`, strings.Join(quoted, ", "), *size)
+`, *runtime, strings.Join(quoted, ", "), *size)
 	check(os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(cfg), 0o600))
 	sbx := func(args ...string) ([]byte, error) {
 		cmd := exec.Command(abs, append([]string{"--chdir", dir}, args...)...)
@@ -82,6 +91,11 @@ sandbox "cold" {
 	defer func() {
 		if _, err := sbx("pool", "drain", "sandbox.warm"); err != nil {
 			fmt.Fprintln(os.Stderr, "drain:", err)
+		}
+		// A drain leaves what the lineage's sandboxes shared (the
+		// Kubernetes runtime's Service and NetworkPolicy) to the reaper.
+		if _, err := sbx("reap"); err != nil {
+			fmt.Fprintln(os.Stderr, "reap:", err)
 		}
 	}()
 	ready := func() int {
@@ -121,7 +135,7 @@ sandbox "cold" {
 	}
 	start := time.Now()
 	waitReady(ready, *size)
-	fmt.Printf("serve filled a pool of %d (%s) in %s\n", *size, *services, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("serve filled a pool of %d (%s on %s) in %s\n", *size, *services, *runtime, time.Since(start).Round(time.Millisecond))
 
 	var apiCold []time.Duration
 	for i := range *nCold {
