@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -49,8 +51,9 @@ func removeTemplatesOf(t *testing.T, p *Provider, key string) {
 // A template on Kubernetes: four concurrent first creates of one image
 // (two providers, as two processes would be) make one template; every
 // sandbox starts from it (the start script runs, not initdb); no sandbox
-// accepts another's credentials or the template's; a part removed by hand
-// is found by the start script and the template is rebuilt, not started.
+// accepts another's credentials or the template's; a template whose
+// archive does not add up is found by the start script and rebuilt, not
+// started.
 func TestTemplateOnKubernetes(t *testing.T) {
 	t.Parallel()
 	p1, _ := newTestProvider(t)
@@ -152,18 +155,32 @@ func TestTemplateOnKubernetes(t *testing.T) {
 	for _, rec := range recs {
 		mustf(t, p1.Delete(ctx, rec), "delete %s", rec.Address)
 	}
-
-	// Damage: a part removed by hand. The provider still knows the
-	// manifest (no request per sandbox), so the pod is made, the start
-	// script finds the archive short, and Create rebuilds.
-	var part string
-	for _, cm := range maps {
-		if cm.Name != templateName(in.key) {
-			part = cm.Name
+	// Until their pods are gone the kubelet keeps the parts they mount
+	// (immutable ConfigMaps are cached while a pod uses them), and a new
+	// pod would be given the removed part from that cache.
+	sel := managedSelector(lineage)
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		pods, err := p1.cs.CoreV1().Pods(p1.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		mustf(t, err, "list pods")
+		if len(pods.Items) == 0 {
 			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pods of the lineage are still there", len(pods.Items))
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	mustf(t, p1.cs.CoreV1().ConfigMaps(p1.ns).Delete(ctx, part, metav1.DeleteOptions{}), "delete part %s", part)
+
+	// Damage: the archive no longer adds up to what the manifest says
+	// (a part altered; here the manifest's sum, since the kubelet keeps
+	// serving an immutable part it has cached for a while after it is
+	// removed). A new process reads the manifest, the pod is made, the
+	// start script finds the archive damaged and exits before any server
+	// starts, and Create rebuilds.
+	patch := []byte(`{"data":{"sha256":"` + strings.Repeat("0", 64) + `"}}`)
+	_, err = p1.cs.CoreV1().ConfigMaps(p1.ns).Patch(ctx, templateName(in.key), types.MergePatchType, patch, metav1.PatchOptions{})
+	mustf(t, err, "alter the manifest")
+	p1.pgtpl.forget(in.key)
 	oldBuild := ""
 	for b := range builds {
 		oldBuild = b

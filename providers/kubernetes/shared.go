@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -126,15 +127,17 @@ func lineagePods(lineage string) map[string]string {
 	return map[string]string{LabelManaged: "true", LabelLineage: labelValue(lineage)}
 }
 
-// servicePorts are the ports of every service of the catalog: the shared
-// objects serve every sandbox of the lineage, whatever it runs.
+// servicePorts are the ports of every service of the catalog, each once
+// (Redis and Valkey share 6379), in order: the shared objects serve every
+// sandbox of the lineage, whatever it runs.
 func (p *Provider) servicePorts() []int {
 	var ports []int
 	for _, svc := range p.cat.Services() {
-		if port := services.Port(svc); port > 0 {
+		if port := services.Port(svc); port > 0 && !slices.Contains(ports, port) {
 			ports = append(ports, port)
 		}
 	}
+	slices.Sort(ports)
 	return ports
 }
 
