@@ -501,7 +501,8 @@ psql "$url" -tAc 'select 40 + 2' && echo AGENT-OK`)
 		t.Errorf("release: %d %v", s, rel.Released)
 	}
 	// Every instance is released: the janitor (every 5 s, on the
-	// replica that leads) removes what the killed replica left.
+	// replica that leads) removes what the killed replica left, and then
+	// the lineages' shared objects.
 	managedLeft := func() []string {
 		var left []string
 		ps, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "sandboxer.dev/managed=true"})
@@ -517,6 +518,15 @@ psql "$url" -tAc 'select 40 + 2' && echo AGENT-OK`)
 		}
 		for _, o := range ss.Items {
 			left = append(left, "secret/"+o.Name)
+		}
+		// A lineage's shared Service goes once none of its pods is left,
+		// at the janitor's next pass.
+		svcs, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: "sandboxer.dev/managed=true"})
+		if err != nil {
+			return []string{err.Error()}
+		}
+		for _, o := range svcs.Items {
+			left = append(left, "service/"+o.Name)
 		}
 		return left
 	}
