@@ -27,6 +27,10 @@ func (s *Sandbox) PostgresURL() string { return s.URL("postgres") }
 // RedisURL is the Redis connection URL.
 func (s *Sandbox) RedisURL() string { return s.URL("redis") }
 
+// ValkeyURL is the Valkey connection URL (redis://, as Valkey's clients
+// and go-redis take it).
+func (s *Sandbox) ValkeyURL() string { return s.URL("valkey") }
+
 // Setenv exports the sandbox's variables (SANDBOXER_POSTGRES_URL, …) for
 // the rest of the test, for code under test that reads the environment.
 func (s *Sandbox) Setenv(tb testing.TB) {

@@ -102,10 +102,14 @@ func New(ctx context.Context, cfg *config.Provider, cat *config.Catalog) (*Provi
 	p := &Provider{cli: cli, host: cli.DaemonHost(), cfg: cfg, cat: cat}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if _, err := cli.Ping(pctx); err != nil {
+	ping, err := cli.Ping(pctx)
+	if err != nil {
 		cli.Close()
 		return nil, p.engineErr("connect", err)
 	}
+	// Settle the API version now, from this ping: negotiated lazily, the
+	// first requests sent at once would race on it (go test -race).
+	cli.NegotiateAPIVersionPing(ping)
 	return p, nil
 }
 
