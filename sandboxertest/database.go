@@ -47,31 +47,13 @@ func CreateDB() DatabaseOption { return func(s *dbSettings) { s.opts.CreateDB = 
 // Setenv. The database's role cannot reach any other test's database.
 func Database(tb testing.TB, address string, opts ...DatabaseOption) *Sandbox {
 	tb.Helper()
-	s := dbSettings{settings: envSettings()}
-	for _, o := range opts {
-		o(&s)
-	}
-	s.opts.Prefix = s.prefix
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
-	b, err := s.open(ctx)
+	dbs, err := NewDatabases(context.Background(), address, opts...)
 	if err != nil {
 		tb.Fatalf("sandboxertest: %v", err)
 	}
-	tb.Cleanup(b.close)
-	res, err := b.database(ctx, address, s.opts)
-	if err != nil {
-		tb.Fatalf("sandboxertest: database in %s: %v", address, err)
-	}
-	name := res.Env[envName(s.prefix, "DB")]
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := b.dropDatabase(ctx, address, name); err != nil {
-			tb.Errorf("sandboxertest: drop database %s: %v", name, err)
-		}
-	})
-	return &Sandbox{Sandbox: res}
+	// Registered first, run last: after the database's drop.
+	tb.Cleanup(dbs.Close)
+	return dbs.Database(tb)
 }
 
 func envName(prefix, suffix string) string {
@@ -104,6 +86,8 @@ func NewDatabases(ctx context.Context, address string, opts ...DatabaseOption) (
 		o(&s)
 	}
 	s.opts.Prefix = s.prefix
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	b, err := s.open(ctx)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ func (p *Provider) startPostgresFromTemplate(ctx context.Context, b *build, c st
 		// Verifiers only, but read by nobody but the server's user.
 		files = append(files, containerFile{Path: names[i], Content: s.SQL, Mode: 0o400})
 	}
-	script := pgsvc.TemplateStartScript(tb.key, sessions, names, serverArgsForSingle(spec.Cmd))
+	script := pgsvc.TemplateStartScript(tb.key, sessions, names, pgsvc.SingleUserArgs(spec.Cmd))
 	files = append(files, containerFile{Path: secretPath(templateStartScript), Content: script, Mode: 0o444})
 	files = append(files, tlsFiles...)
 

@@ -2,8 +2,6 @@ package docker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -19,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 )
 
@@ -95,15 +94,7 @@ func (p *Provider) templatesOn(owner fileOwner) bool {
 
 // templateKey hashes what shapes a template (see above).
 func templateKey(salt, imageID string, owner fileOwner, env, cmd []string) string {
-	h := sha256.New()
-	for _, part := range [][]string{{templateFormat + salt, imageID, fmt.Sprintf("%d:%d", owner.UID, owner.GID)}, env, cmd} {
-		for _, s := range part {
-			h.Write([]byte(s))
-			h.Write([]byte{0})
-		}
-		h.Write([]byte{1})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:32]
+	return kit.HashParts([]string{templateFormat + salt, imageID, fmt.Sprintf("%d:%d", owner.UID, owner.GID)}, env, cmd)[:32]
 }
 
 func templateLockName(key string) string { return "sbx-pgtpl-" + key[:16] + "-lock" }
@@ -349,20 +340,6 @@ func templateSpec(spec containerSpec, ii image.InspectResponse, owner fileOwner,
 			opts = fmt.Sprintf("uid=%d,gid=%d,mode=0700", owner.UID, owner.GID)
 		}
 		out.Tmpfs[dir] = opts
-	}
-	return out
-}
-
-// serverArgsForSingle are the server's settings without TLS, for
-// single-user mode (nothing listens; the certificate files need not be
-// read).
-func serverArgsForSingle(cmd []string) []string {
-	var out []string
-	for i := 1; i+1 < len(cmd); i += 2 {
-		if cmd[i] == "-c" && (strings.HasPrefix(cmd[i+1], "ssl") || strings.HasPrefix(cmd[i+1], "hba_file=")) {
-			continue
-		}
-		out = append(out, cmd[i], cmd[i+1])
 	}
 	return out
 }

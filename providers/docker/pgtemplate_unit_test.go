@@ -63,7 +63,7 @@ func TestTemplateSpec(t *testing.T) {
 	if spec.Env[1] != "POSTGRES_PASSWORD_FILE=/etc/sandboxer/postgres-password" || spec.Tmpfs["/var/lib/postgresql/data"] != "" {
 		t.Error("templateSpec changed its input")
 	}
-	single := serverArgsForSingle(append(slices.Clone(spec.Cmd), postgresTLSArgs()...))
+	single := pgsvc.SingleUserArgs(append(slices.Clone(spec.Cmd), postgresTLSArgs()...))
 	if !slices.Equal(single, []string{"-c", "fsync=off"}) {
 		t.Errorf("single-user args keep TLS: %q", single)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/internal/scram"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
@@ -146,20 +147,12 @@ func templatePartName(key, build string, i int) string {
 
 // templateKey hashes what shapes a template.
 func templateKey(imageID string, f imageFacts, env []corev1.EnvVar, args []string, init []byte) string {
-	h := sha256.New()
 	pairs := make([]string, 0, len(env))
 	for _, e := range env {
 		pairs = append(pairs, e.Name+"="+e.Value)
 	}
 	slices.Sort(pairs)
-	for _, part := range [][]string{{templateFormat, imageID, fmt.Sprintf("%d:%d", f.UID, f.GID)}, pairs, args, {string(init)}} {
-		for _, s := range part {
-			h.Write([]byte(s))
-			h.Write([]byte{0})
-		}
-		h.Write([]byte{1})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:40]
+	return kit.HashParts([]string{templateFormat, imageID, fmt.Sprintf("%d:%d", f.UID, f.GID)}, pairs, args, []string{string(init)})[:40]
 }
 
 // pgTemplateFor finds or builds the template of b's PostgreSQL, unless
@@ -205,7 +198,7 @@ func (p *Provider) pgTemplateInput(b *build) (pgTemplateInput, bool) {
 }
 
 // pgStart is PostgreSQL's start without TLS: what a template is made
-// with, and the server's settings in single-user mode.
+// with.
 func pgStart(c state.Credentials, feats, allowed []string, f imageFacts) (services.Start, error) {
 	return pgsvc.Service{}.Start(services.StartInput{Creds: c, Features: feats, Allowed: allowed, ImageEnv: f.env},
 		services.Placement{SecretDir: secretDir, DataRoot: dataRoot})
@@ -487,11 +480,7 @@ func (p *Provider) fromTemplate(b *build, run *serviceRun, data map[string][]byt
 	sessions := pgsvc.TemplateSessions(c, adminVerifier, appVerifier)
 	files := []string{path.Join(secretDir, keyTemplateSession)}
 	data[keyTemplateSession] = sessions[0].SQL
-	st, err := pgStart(c, b.req.Features[pgsvc.Name], p.cat.Allowed(pgsvc.Name), b.facts[pgsvc.Name])
-	if err != nil {
-		return err
-	}
-	data[keyTemplateStart] = pgsvc.TemplateArchiveStartScript(t.Key, t.Sum, sessions, files, st.Args[1:])
+	data[keyTemplateStart] = pgsvc.TemplateArchiveStartScript(t.Key, t.Sum, sessions, files, pgsvc.SingleUserArgs(run.Args))
 	run.Command = []string{"/bin/sh", path.Join(secretDir, keyTemplateStart)}
 	run.Args = append([]string{"docker-entrypoint.sh"}, run.Args...)
 	run.Keys = append(run.Keys, keyTemplateStart, keyTemplateSession)

@@ -155,22 +155,6 @@ func TestTemplateOnKubernetes(t *testing.T) {
 	for _, rec := range recs {
 		mustf(t, p1.Delete(ctx, rec), "delete %s", rec.Address)
 	}
-	// Until their pods are gone the kubelet keeps the parts they mount
-	// (immutable ConfigMaps are cached while a pod uses them), and a new
-	// pod would be given the removed part from that cache.
-	sel := managedSelector(lineage)
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		pods, err := p1.cs.CoreV1().Pods(p1.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		mustf(t, err, "list pods")
-		if len(pods.Items) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pods of the lineage are still there", len(pods.Items))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-
 	// Damage: the archive no longer adds up to what the manifest says
 	// (a part altered; here the manifest's sum, since the kubelet keeps
 	// serving an immutable part it has cached for a while after it is

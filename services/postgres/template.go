@@ -184,6 +184,21 @@ single() {
 	return []byte(b.String())
 }
 
+// SingleUserArgs are the server's settings of cmd (the container's
+// command: "postgres", then -c pairs) without TLS, for single-user mode
+// in a start script: nothing listens, and the certificate files need not
+// be read.
+func SingleUserArgs(cmd []string) []string {
+	var out []string
+	for i := 1; i+1 < len(cmd); i += 2 {
+		if cmd[i] == "-c" && (strings.HasPrefix(cmd[i+1], "ssl") || strings.HasPrefix(cmd[i+1], "hba_file=")) {
+			continue
+		}
+		out = append(out, cmd[i], cmd[i+1])
+	}
+	return out
+}
+
 // shellQuote quotes s for sh.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
