@@ -99,6 +99,9 @@ type pgTemplate struct {
 	uid             string // the manifest's UID, for a delete's precondition
 }
 
+// usable reports a complete template that is not the build bad.
+func (t *pgTemplate) usable(bad string) bool { return t != nil && t.Parts > 0 && t.Build != bad }
+
 // pgTemplates remembers the manifests this process found or built, so a
 // sandbox of a known template costs no API request.
 type pgTemplates struct {
@@ -207,7 +210,7 @@ func pgStart(c state.Credentials, feats, allowed []string, f imageFacts) (servic
 // ensureTemplate returns the template of in.key, building it when there is
 // none (or only bad). Concurrent calls of one process share one answer.
 func (p *Provider) ensureTemplate(ctx context.Context, in pgTemplateInput, bad string) (*pgTemplate, error) {
-	if t := p.pgtpl.get(in.key); t != nil && t.Build != bad {
+	if t := p.pgtpl.get(in.key); t.usable(bad) {
 		return t, nil
 	}
 	ch := p.tplBuilds.DoChan(in.key+"/"+bad, func() (any, error) {
@@ -236,7 +239,7 @@ func (p *Provider) ensureTemplateNow(ctx context.Context, in pgTemplateInput, ba
 		if err != nil {
 			return nil, err
 		}
-		if t != nil && t.Build != bad {
+		if t.usable(bad) {
 			return t, nil
 		}
 		lock := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -251,7 +254,7 @@ func (p *Provider) ensureTemplateNow(ctx context.Context, in pgTemplateInput, ba
 			if t, err = p.findTemplate(ctx, in.key); err != nil {
 				return nil, err
 			}
-			if t != nil && t.Build != bad {
+			if t.usable(bad) {
 				return t, nil
 			}
 			if t != nil {
@@ -293,7 +296,7 @@ func (p *Provider) findTemplate(ctx context.Context, key string) (*pgTemplate, e
 	n, err := strconv.Atoi(cm.Data["parts"])
 	if cm.Data["key"] != key || err != nil || n < 1 || cm.Data["sha256"] == "" || cm.Data["build"] == "" {
 		// Not a manifest of this key (a collision of the name's prefix,
-		// or damaged): treated as a bad build, replaced.
+		// or damaged): not usable, replaced.
 		return &pgTemplate{Service: pgsvc.Name, Key: key, Build: "bad:" + string(cm.UID), uid: string(cm.UID)}, nil
 	}
 	return &pgTemplate{Service: pgsvc.Name, Key: key, Build: cm.Data["build"], Sum: cm.Data["sha256"], Parts: n, uid: string(cm.UID)}, nil
