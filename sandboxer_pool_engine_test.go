@@ -377,7 +377,7 @@ func TestPoolConcurrentClaimsAndReap(t *testing.T) {
 
 // A bad pool size is a located configuration error, and nothing is made.
 func TestPoolBadSizeLeavesNothing(t *testing.T) {
-	for _, size := range []string{"0", "65"} {
+	for _, size := range []string{"0", "257"} {
 		dir := t.TempDir()
 		src := strings.Replace(poolRedisFixture, "size = 10", "size = "+size, 1)
 		if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(src), 0o644); err != nil {
@@ -388,7 +388,7 @@ func TestPoolBadSizeLeavesNothing(t *testing.T) {
 		if !errors.As(err, &ce) {
 			t.Fatalf("size %s: %v, want a ConfigError", size, err)
 		}
-		if !strings.Contains(err.Error(), "main.sbx.hcl:15,12") || !strings.Contains(err.Error(), "from 1 to 64") {
+		if !strings.Contains(err.Error(), "main.sbx.hcl:15,12") || !strings.Contains(err.Error(), "from 1 to 256") {
 			t.Errorf("size %s: %v, want main.sbx.hcl:15,12 and the bounds", size, err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, ".sandboxer")); !os.IsNotExist(err) {

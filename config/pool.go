@@ -10,8 +10,10 @@ import (
 
 // MaxPoolSize bounds pool { size }: every member is a running instance
 // (a PostgreSQL member holds ~30 MiB and a few processes), and a pool is
-// a latency cache for one block, not a fleet.
-const MaxPoolSize = 64
+// a latency cache for one block, not a fleet. 256 holds a burst of 100
+// agents' claims at once with room, on a cluster; on one Docker host a
+// pool that size of PostgreSQL members takes about 8 GiB.
+const MaxPoolSize = 256
 
 // Pool is a warm pool of an on-demand block (pool { size = N }): that
 // many ready instances of the block's full opted set, claimed by requests

@@ -25,6 +25,7 @@ type Store interface {
 	// Move deletes from and puts rec in one transaction (a pool claim).
 	Move(ctx context.Context, from string, rec *state.Record) error
 	Snapshot(ctx context.Context) (*state.Snapshot, error)
+	Addresses(ctx context.Context, prefix string) ([]string, error)
 	Inspect(ctx context.Context) (*state.Snapshot, error)
 	EnsureLineage(ctx context.Context) (string, error)
 	Lock(ctx context.Context, operation string, timeout time.Duration) (func() error, error)

@@ -109,21 +109,20 @@ func (b *Broker) claim(ctx context.Context, t target, in *config.Instance, prefi
 	if t.block == nil || t.block.Pool == nil || b.Rotator == nil {
 		return nil, false
 	}
-	ms, err := b.members(ctx, t.addr.Name, false)
-	if err != nil || len(ms) == 0 {
+	// Addresses only: each claimer reads the one member it locks (a
+	// burst of 100 claimers each decoding the whole pool was most of
+	// the burst's time).
+	addrs, err := b.Store.Addresses(ctx, `sandbox.`+t.addr.Name+`["`+poolKeyPrefix)
+	if err != nil || len(addrs) == 0 {
 		return nil, false
 	}
 	// Concurrent claimers start at different members, so most try-locks
 	// succeed at once.
-	mrand.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
-	opts := plan.Options{Now: b.now()}
-	for _, m := range ms {
-		if plan.Decide(in, m, nil, opts).Action != plan.NoOp {
-			continue
-		}
-		res, err := b.claimOne(ctx, t, in, m.Address, prefix)
+	mrand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	for _, maddr := range addrs {
+		res, err := b.claimOne(ctx, t, in, maddr, prefix)
 		if err != nil {
-			b.emitFor(events.Failed, t, m.Generation, "claim "+m.Address+": "+err.Error())
+			b.emitFor(events.Failed, t, 0, "claim "+maddr+": "+err.Error())
 			continue
 		}
 		if res != nil {

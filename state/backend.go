@@ -38,6 +38,10 @@ type Backend interface {
 	// Snapshot reads every record in one consistent read; a record that
 	// cannot be read fails it.
 	Snapshot(ctx context.Context) (*Snapshot, error)
+	// Addresses lists, in order, the addresses of the records whose
+	// address starts with prefix ("" for all), decoding none: a pool
+	// claim picks a member by address, then reads only that one.
+	Addresses(ctx context.Context, prefix string) ([]string, error)
 	// Inspect is Snapshot with unreadable records set aside in
 	// Snapshot.Damaged.
 	Inspect(ctx context.Context) (*Snapshot, error)

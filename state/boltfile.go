@@ -115,6 +115,26 @@ func guard(path string, f func() error) (err error) {
 	return f()
 }
 
+// view, viewAll and update are the package's functions of the same name
+// behind s.tx (see Store).
+func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) (bool, error) {
+	s.tx.RLock()
+	defer s.tx.RUnlock()
+	return view(ctx, s.path, fn)
+}
+
+func (s *Store) viewAll(ctx context.Context, fn func(*bolt.Tx) error) (bool, error) {
+	s.tx.RLock()
+	defer s.tx.RUnlock()
+	return viewAll(ctx, s.path, fn)
+}
+
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	s.tx.Lock()
+	defer s.tx.Unlock()
+	return update(ctx, s.path, fn)
+}
+
 // view runs fn in one read-only transaction on a read-only open of path.
 // found is false, with no error, when the file does not exist.
 func view(ctx context.Context, path string, fn func(*bolt.Tx) error) (found bool, err error) {

@@ -19,6 +19,7 @@ func (b failing) Delete(context.Context, string) error                { return b
 func (b failing) Move(context.Context, string, *Record) error         { return b.err }
 func (b failing) Snapshot(context.Context) (*Snapshot, error)         { return nil, b.err }
 func (b failing) Inspect(context.Context) (*Snapshot, error)          { return nil, b.err }
+func (b failing) Addresses(context.Context, string) ([]string, error) { return nil, b.err }
 func (b failing) EnsureLineage(context.Context) (string, error)       { return "", b.err }
 func (b failing) ExpectLineage(context.Context, string, uint64) error { return b.err }
 func (b failing) Backup(context.Context) (*Snapshot, error)           { return nil, b.err }

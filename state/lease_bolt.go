@@ -62,7 +62,7 @@ func (s *Store) leaseWrite(ctx context.Context, fn func(*bolt.Bucket) error, cre
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range 2 {
-		err := update(ctx, s.path, func(tx *bolt.Tx) error {
+		err := s.update(ctx, func(tx *bolt.Tx) error {
 			m, err := readMeta(tx, s.path)
 			if err != nil {
 				return err
@@ -85,8 +85,8 @@ func (s *Store) leaseWrite(ctx context.Context, fn func(*bolt.Bucket) error, cre
 			return err
 		}
 		switch {
-		case s.lineage != "":
-			return &LineageError{Path: s.path, Want: s.lineage}
+		case s.knownLineage() != "":
+			return &LineageError{Path: s.path, Want: s.knownLineage()}
 		case !create:
 			return nil
 		}
@@ -107,7 +107,7 @@ func (s *Store) HeldBy(ctx context.Context, addr string) ([]Lease, error) {
 		return nil, err
 	}
 	var out []Lease
-	_, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+	_, err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLeases)
 		if b == nil {
 			return nil

@@ -56,7 +56,7 @@ func (s *Store) Import(ctx context.Context, snap *Snapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var m meta
-	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+	found, err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		m, err = readMeta(tx, s.path)
 		return err
@@ -78,7 +78,7 @@ func (s *Store) Import(ctx context.Context, snap *Snapshot) error {
 	if err := s.prepareKeysLocked(ctx); err != nil {
 		return fmt.Errorf("import state: %w", err)
 	}
-	err = update(ctx, s.path, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		m, err := readMeta(tx, s.path)
 		if err != nil {
 			return err
@@ -88,7 +88,9 @@ func (s *Store) Import(ctx context.Context, snap *Snapshot) error {
 		if err := CheckImport(s.Describe(), m.lineage, m.serial, snap); err != nil {
 			return err
 		}
+		s.lmu.Lock()
 		s.lineage = m.lineage
+		s.lmu.Unlock()
 		s.keys.useSalt(m.salt)
 		if !s.backedUp {
 			if err := writeBackup(tx, s.path); err != nil {
@@ -137,7 +139,7 @@ func (s *Store) prepareKeysLocked(ctx context.Context) error {
 	if _, err := os.Stat(s.path); err != nil {
 		return err
 	}
-	return update(ctx, s.path, func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		m, err := readMeta(tx, s.path)
 		if err != nil {
 			return err

@@ -33,14 +33,17 @@ func (s *Store) Move(ctx context.Context, from string, rec *Record) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err = update(ctx, s.path, func(tx *bolt.Tx) error {
-		if err := s.apply(tx, from, nil); err != nil && !errors.Is(err, errNoChange) {
-			return err
+	err = s.commit(ctx, func(tx *bolt.Tx) error {
+		e1 := s.apply(tx, from, nil)
+		if e1 != nil && !errors.Is(e1, errNoChange) {
+			return e1
 		}
-		if err := s.apply(tx, rec.Address, data); err != nil && !errors.Is(err, errNoChange) {
-			return err
+		e2 := s.apply(tx, rec.Address, data)
+		if e2 != nil && !errors.Is(e2, errNoChange) {
+			return e2
+		}
+		if e1 != nil && e2 != nil {
+			return errNoChange
 		}
 		return nil
 	})

@@ -60,8 +60,6 @@ func (s *Store) write(ctx context.Context, addr string, data []byte) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 
 	// Look first, read-only: a re-apply mostly changes nothing, and then
 	// the file is never opened for writing; nor is a file that turns out
@@ -69,7 +67,7 @@ func (s *Store) write(ctx context.Context, addr string, data []byte) error {
 	var m meta
 	var old []byte
 	var present bool
-	found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+	found, err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		if m, err = readMeta(tx, s.path); err != nil {
 			return err
@@ -88,8 +86,8 @@ func (s *Store) write(ctx context.Context, addr string, data []byte) error {
 		if unchanged(present, old, data) {
 			return nil
 		}
-	case s.lineage != "":
-		return &LineageError{Path: s.path, Want: s.lineage}
+	case s.knownLineage() != "":
+		return &LineageError{Path: s.path, Want: s.knownLineage()}
 	case data == nil:
 		return nil // deleting from a state that does not exist
 	default:
@@ -98,14 +96,17 @@ func (s *Store) write(ctx context.Context, addr string, data []byte) error {
 			return err
 		}
 		if created {
+			s.mu.Lock()
 			s.backedUp = true // nothing existed before this write-set
+			s.mu.Unlock()
 		}
 	}
 
-	err = update(ctx, s.path, func(tx *bolt.Tx) error { return s.apply(tx, addr, data) })
+	// The change itself is committed with those of concurrent writers.
+	err = s.commit(ctx, func(tx *bolt.Tx) error { return s.apply(tx, addr, data) })
 	if errors.Is(err, fs.ErrNotExist) {
-		if s.lineage != "" {
-			return &LineageError{Path: s.path, Want: s.lineage}
+		if l := s.knownLineage(); l != "" {
+			return &LineageError{Path: s.path, Want: l}
 		}
 		return fmt.Errorf("state file %s disappeared during the write", s.path)
 	}
@@ -192,7 +193,7 @@ func (s *Store) EnsureLineage(ctx context.Context) (string, error) {
 	defer s.mu.Unlock()
 	for range 2 { // a second look after creating, or after losing the race to create
 		var m meta
-		found, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+		found, err := s.view(ctx, func(tx *bolt.Tx) error {
 			var err error
 			m, err = readMeta(tx, s.path)
 			return err
@@ -206,8 +207,8 @@ func (s *Store) EnsureLineage(ctx context.Context) (string, error) {
 			}
 			return m.lineage, nil
 		}
-		if s.lineage != "" {
-			return "", fmt.Errorf("ensure state lineage: %w", &LineageError{Path: s.path, Want: s.lineage})
+		if l := s.knownLineage(); l != "" {
+			return "", fmt.Errorf("ensure state lineage: %w", &LineageError{Path: s.path, Want: l})
 		}
 		created, err := createFile(ctx, s.path)
 		if err != nil {
@@ -232,7 +233,7 @@ func (s *Store) prepareKeys(ctx context.Context) error {
 		return err
 	}
 	var m meta
-	if _, err := view(ctx, s.path, func(tx *bolt.Tx) error {
+	if _, err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		m, err = readMeta(tx, s.path)
 		return err
@@ -240,7 +241,7 @@ func (s *Store) prepareKeys(ctx context.Context) error {
 		return err
 	}
 	if m.salt == nil {
-		err := update(ctx, s.path, func(tx *bolt.Tx) error {
+		err := s.update(ctx, func(tx *bolt.Tx) error {
 			if m, err := readMeta(tx, s.path); err != nil || m.salt != nil {
 				return err
 			}

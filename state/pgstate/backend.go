@@ -205,6 +205,31 @@ func (b *Backend) Inspect(ctx context.Context) (*state.Snapshot, error) {
 	return snap, nil
 }
 
+// Addresses lists the addresses that start with prefix, in order,
+// reading no record's data (see state.Backend).
+func (b *Backend) Addresses(ctx context.Context, prefix string) ([]string, error) {
+	pool, err := b.db.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	rows, err := pool.Query(ctx, `SELECT address FROM sandboxer_records
+		WHERE left(address, length($1)) = $1 ORDER BY address COLLATE "C"`, prefix)
+	if err != nil {
+		if isNoTables(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read state: %w", b.db.scrub(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		if isNoTables(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read state: %w", b.db.scrub(err))
+	}
+	return out, nil
+}
+
 type rawRecord struct {
 	addr string
 	data []byte

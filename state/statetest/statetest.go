@@ -57,6 +57,7 @@ func Run(t *testing.T, newState func(t *testing.T) State) {
 		{"Passphrase", testPassphrase},
 		{"Import", testImport},
 		{"Move", testMove},
+		{"Addresses", testAddresses},
 		{"Leases", testLeases},
 		{"LeasesConcurrent", testLeasesConcurrent},
 	}
@@ -601,4 +602,35 @@ func testMove(t *testing.T, st State) {
 		t.Fatalf("after Move: %d records, serial %d (was %d)", len(snap.Records), snap.Serial, before)
 	}
 	checkNoSecrets(t, st, to)
+}
+
+// Addresses lists by prefix, in byte order, and follows writes.
+func testAddresses(t *testing.T, st State) {
+	b := st.Open(t, nil)
+	got, err := b.Addresses(ctx(t), "")
+	must(t, err)
+	if len(got) != 0 {
+		t.Fatalf("Addresses of an empty state: %q", got)
+	}
+	for _, a := range []string{`sandbox.warm["~pool-b"]`, `sandbox.warm["job"]`, `sandbox.warm["~pool-a"]`, `sandbox.warmer["~pool-c"]`, `sandbox.app`} {
+		r := Record(0, "addr")
+		r.Address = a
+		must(t, b.Put(ctx(t), r))
+	}
+	got, err = st.Open(t, nil).Addresses(ctx(t), `sandbox.warm["~pool-`)
+	must(t, err)
+	if want := []string{`sandbox.warm["~pool-a"]`, `sandbox.warm["~pool-b"]`}; !cmp.Equal(got, want) {
+		t.Fatalf("Addresses by prefix: %q, want %q", got, want)
+	}
+	got, err = b.Addresses(ctx(t), "")
+	must(t, err)
+	if len(got) != 5 || got[0] != "sandbox.app" {
+		t.Fatalf("all addresses: %q", got)
+	}
+	must(t, b.Delete(ctx(t), `sandbox.warm["~pool-a"]`))
+	got, err = b.Addresses(ctx(t), `sandbox.warm["~pool-`)
+	must(t, err)
+	if want := []string{`sandbox.warm["~pool-b"]`}; !cmp.Equal(got, want) {
+		t.Fatalf("Addresses after a delete: %q, want %q", got, want)
+	}
 }

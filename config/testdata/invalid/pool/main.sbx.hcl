@@ -14,7 +14,7 @@ sandbox "huge" {
   project   = project.p
   on_demand = true
   pool {
-    size = 65 # ERROR: Invalid value
+    size = 257 # ERROR: Invalid value
   }
 }
 
