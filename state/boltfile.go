@@ -116,23 +116,100 @@ func guard(path string, f func() error) (err error) {
 }
 
 // view, viewAll and update are the package's functions of the same name
-// behind s.tx (see Store).
+// behind s.tx (see Store), with one more step: while this Store has the
+// file open for a write, its reads run on that same handle (bbolt's
+// readers see the last commit beside a write transaction), so a read in
+// this process never waits for a write's fsync.
 func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) (bool, error) {
-	s.tx.RLock()
-	defer s.tx.RUnlock()
-	return view(ctx, s.path, fn)
+	return s.viewWalk(ctx, false, fn)
 }
 
 func (s *Store) viewAll(ctx context.Context, fn func(*bolt.Tx) error) (bool, error) {
-	s.tx.RLock()
-	defer s.tx.RUnlock()
-	return viewAll(ctx, s.path, fn)
+	return s.viewWalk(ctx, true, fn)
 }
 
-func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (s *Store) viewWalk(ctx context.Context, walk bool, fn func(*bolt.Tx) error) (found bool, err error) {
+	s.hmu.Lock()
+	if db := s.shared; db != nil {
+		s.sharedUsers.Add(1)
+		s.hmu.Unlock()
+		defer s.sharedUsers.Done()
+		return true, withFix(s.path, guard(s.path, func() error { return db.View(fn) }))
+	}
+	s.hmu.Unlock()
+	s.tx.RLock()
+	defer s.tx.RUnlock()
+	db, joined, err := s.joinRead(ctx, walk)
+	if !joined {
+		return viewFile(ctx, s.path, walk, fn)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, withFix(s.path, err)
+	}
+	defer s.leaveRead(&err)
+	return true, withFix(s.path, guard(s.path, func() error { return db.View(fn) }))
+}
+
+// joinRead opens or joins the read-only handle that concurrent reads
+// share: one open, flock and mmap for a burst of reads rather than one
+// each. The last read out closes it (leaveRead), so a write, which waits
+// for every read (s.tx), never meets this process's own shared flock.
+// joined is false for a read that must walk every page (viewAll) when
+// the handle's open did not: it opens a handle of its own.
+func (s *Store) joinRead(ctx context.Context, walk bool) (db *bolt.DB, joined bool, err error) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if s.rdb != nil {
+		if walk && !s.rdbWalked {
+			return nil, false, nil
+		}
+		s.rdbUsers++
+		return s.rdb, true, nil
+	}
+	db, err = openDB(ctx, s.path, true, walk)
+	if err != nil {
+		return nil, true, err
+	}
+	s.rdb, s.rdbWalked, s.rdbUsers = db, walk, 1
+	return db, true, nil
+}
+
+func (s *Store) leaveRead(err *error) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if s.rdbUsers--; s.rdbUsers == 0 {
+		closeDB(s.rdb, s.path, err)
+		s.rdb = nil
+	}
+}
+
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) (err error) {
 	s.tx.Lock()
 	defer s.tx.Unlock()
-	return update(ctx, s.path, fn)
+	defer func() { err = withFix(s.path, err) }()
+	db, err := openDB(ctx, s.path, false, true)
+	if err != nil {
+		return err
+	}
+	s.hmu.Lock()
+	s.shared = db
+	s.hmu.Unlock()
+	defer func() {
+		// No read attaches from here on; those attached finish first.
+		s.hmu.Lock()
+		s.shared = nil
+		s.hmu.Unlock()
+		s.sharedUsers.Wait()
+		closeDB(db, s.path, &err)
+	}()
+	err = guard(s.path, func() error { return db.Update(fn) })
+	if errors.Is(err, errNoChange) {
+		return nil
+	}
+	return err
 }
 
 // view runs fn in one read-only transaction on a read-only open of path.

@@ -12,11 +12,16 @@
 //
 // The file holds two buckets: "meta" (lineage, serial, schema version) and
 // "sandboxes" (address → JSON record stamped with the schema version that
-// wrote it). A Store is a path, not an open database: every call opens the
-// file, runs one short transaction and closes it again, so another
-// sandboxer process (a second terminal, the on-demand HTTP server) is never
-// shut out for longer than a few milliseconds. Readers open the file
-// read-only, so reading never writes.
+// wrote it). A Store is a path, not an open database: the file is open
+// only while a call of this Store is in flight, for one short transaction
+// each, so another sandboxer process (a second terminal, the on-demand
+// HTTP server) is never shut out for longer than a few milliseconds.
+// Readers open the file read-only, so reading never writes. Within one
+// process the Store's calls meet before the file's flock, not at it
+// (bbolt retries a held flock only every 50 ms): reads in flight together
+// share one read-only handle, reads during a write use the write's
+// handle, and writes that arrive while one is in flight are committed
+// together in the next transaction, one fsync for all (commit.go).
 //
 // Guarantees callers rely on:
 //   - The serial moves only when stored bytes change, and a write is refused

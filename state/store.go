@@ -28,6 +28,15 @@ type Store struct {
 	// retries every 50 ms, so a burst of 100 claims took over a second.
 	// Other processes still meet at the flock.
 	tx sync.RWMutex
+	// shared is the handle of the write in flight, if any, which reads
+	// use meanwhile; sharedUsers counts them. rdb is the read-only handle
+	// concurrent reads share otherwise (boltfile.go). hmu guards them.
+	hmu         sync.Mutex
+	shared      *bolt.DB
+	sharedUsers sync.WaitGroup
+	rdb         *bolt.DB
+	rdbWalked   bool
+	rdbUsers    int
 
 	// lmu guards lineage alone, so a read's observe never waits for a
 	// write in flight (which holds mu across its fsync).
