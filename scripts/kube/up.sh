@@ -148,8 +148,8 @@ leaderElection:
   leaderElect: false
 clientConnection:
   kubeconfig: $pki/admin.kubeconfig
-  qps: 200
-  burst: 400
+  qps: 1000
+  burst: 2000
 EOF
 start kube-scheduler kube-scheduler --config "$KUBE_RUN/scheduler.yaml" \
   --bind-address 127.0.0.1 --authentication-kubeconfig "$pki/admin.kubeconfig" \
