@@ -69,6 +69,32 @@ type DataResult struct {
 	ElapsedMS  int64    `json:"elapsed_ms"`
 }
 
+// ForkBody is POST /v1/fork's body: the source, how many copies, their
+// key prefix and ttl.
+type ForkBody struct {
+	Address string `json:"address"`
+	Key     string `json:"key,omitempty"`
+	Count   int    `json:"count"`
+	ToKey   string `json:"to_key,omitempty"`
+	TTL     string `json:"ttl,omitempty"`
+}
+
+// ForkResult is what a fork returns (POST /v1/fork, `fork --json`): the
+// copies, each with its own credentials, and how the data was copied.
+type ForkResult struct {
+	Source    string    `json:"source"`
+	Sandboxes []Sandbox `json:"sandboxes"`
+	// Methods is how each service's data was captured, service →
+	// "reflink", "memory", "copy" (PostgreSQL's data directory) or
+	// "rdb" (Redis's and Valkey's fork-time save).
+	Methods map[string]string `json:"methods"`
+	// Bytes is the size of the source's data, every service together.
+	Bytes int64 `json:"bytes"`
+	// HeldMS is how long the source's writers were held.
+	HeldMS    int64 `json:"held_ms"`
+	ElapsedMS int64 `json:"elapsed_ms"`
+}
+
 // ReleaseBody is POST /v1/release's body.
 type ReleaseBody struct {
 	Address string `json:"address"`

@@ -1,0 +1,195 @@
+package postgres
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxer/sandboxer/services/contract"
+)
+
+// Forks (sandboxer fork, issue 32). A running instance's data directory
+// is copied at the file level from one instant: a CHECKPOINT first (so
+// the copies' crash recovery replays little), then every PostgreSQL
+// process of the container is stopped (SIGSTOP, from an exec as root:
+// no `docker pause`, so a tmpfs data directory works too), the data
+// directory is copied beside itself (a reflink clone where the
+// filesystem has them, a copy within memory on a tmpfs, a file copy
+// otherwise), and the processes go on (SIGCONT). Stopped processes make
+// no write, so the copy is what a crash at that instant would leave:
+// every commit whose WAL the server had written is in it (CHECKPOINT
+// writes all WAL before it; synchronous_commit=off only delays the
+// write of later commits, which then began during the fork), none
+// after. The copies start from it (ForkStartScript) and recover as from
+// a crash, in single-user mode, before they set their own passwords.
+//
+// The script that holds the server ends the hold itself: it resumes
+// the processes when it exits, whatever ends it (its input closed when
+// the runtime goes away, a failed copy), so no fork leaves a source
+// stopped.
+
+// stagePattern is what a fork's stage name may be: it is written into
+// shell scripts.
+var stagePattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
+
+// ForkStageDir is the stage's directory name inside the data directory.
+func ForkStageDir(stage string) string { return ".sbx-" + stage }
+
+// ForkSize is the size of the data directory, in bytes.
+func (Service) ForkSize(ctx context.Context, in contract.Instance) (int64, error) {
+	var out strings.Builder
+	if err := in.Run.Exec(ctx, OSUser, []string{"sh", "-c", `du -sk "$PGDATA" | cut -f 1`}, &out); err != nil {
+		return 0, fmt.Errorf("measure the data directory: %w", err)
+	}
+	kb, err := strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("measure the data directory: du said %q", strings.TrimSpace(out.String()))
+	}
+	return kb * 1024, nil
+}
+
+// ForkCapture checkpoints, stops the server's processes, copies the data
+// directory into ForkStageDir(stage) beside the data, runs during while
+// the processes are stopped, and resumes them.
+func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage string, during func(context.Context) error) (contract.ForkCopy, error) {
+	if !stagePattern.MatchString(stage) {
+		return contract.ForkCopy{}, fmt.Errorf("fork stage %q: want letters, digits and '-'", stage)
+	}
+	run, ok := in.Run.(contract.StdinRunner)
+	if !ok {
+		return contract.ForkCopy{}, errors.New("this runtime cannot hold PostgreSQL for a fork (no exec with input)")
+	}
+	c := in.Creds
+	conn, err := connectAs(ctx, c, c.AdminUser, c.AdminPassword, "postgres")
+	if err != nil {
+		return contract.ForkCopy{}, fmt.Errorf("connect as the admin: %w", err)
+	}
+	_, err = conn.Exec(ctx, "CHECKPOINT")
+	conn.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return contract.ForkCopy{}, fmt.Errorf("checkpoint: %w", err)
+	}
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run.ExecStdin(ctx, "root", []string{"sh", "-c", forkHoldScript(ForkStageDir(stage))}, inR, outW)
+		outW.CloseWithError(err)
+		done <- err
+	}()
+	var (
+		out       contract.ForkCopy
+		frozenAt  time.Time
+		duringErr error
+		lines     = bufio.NewScanner(outR)
+	)
+	for lines.Scan() {
+		f := strings.Fields(lines.Text())
+		switch {
+		case len(f) == 1 && f[0] == "frozen":
+			frozenAt = time.Now()
+			if during != nil {
+				duringErr = during(ctx)
+			}
+		case len(f) == 2 && f[0] == "path":
+			out.Path = f[1]
+		case len(f) == 2 && f[0] == "method":
+			out.Method = f[1]
+			// The copy is made: let the script resume the server.
+			_ = inW.Close()
+		}
+	}
+	_ = inW.Close()
+	_, _ = io.Copy(io.Discard, outR)
+	err = <-done
+	if !frozenAt.IsZero() {
+		out.Held = time.Since(frozenAt)
+	}
+	switch {
+	case err != nil:
+		return out, fmt.Errorf("hold and copy the data directory: %w", err)
+	case duringErr != nil:
+		return out, duringErr
+	case out.Path == "" || out.Method == "":
+		return out, errors.New("hold and copy the data directory: the script ended without its copy")
+	}
+	return out, nil
+}
+
+// forkHoldScript is ForkCapture's script, run as root in the source's
+// container. It prints "frozen" once every PostgreSQL process is
+// stopped, "path P" and "method M" once the copy is made, and resumes
+// the processes when its input ends (or at once, on any failure).
+func forkHoldScript(stageDir string) string {
+	return `stage="$PGDATA/` + stageDir + `"
+pids=""
+for d in /proc/[0-9]*; do
+	[ "$(cat "$d/comm" 2>/dev/null)" = postgres ] && pids="$pids ${d#/proc/}"
+done
+if [ -z "$pids" ]; then
+	echo "sandboxer: no PostgreSQL process to hold" >&2
+	exit 1
+fi
+trap 'kill -CONT $pids 2>/dev/null' EXIT
+kill -STOP $pids || exit 1
+echo frozen
+rm -rf "$stage"
+mkdir -m 0700 "$stage" && chown "$(stat -c %u:%g "$PGDATA")" "$stage" || exit 1
+method=copy
+case "$(stat -f -c %T "$PGDATA" 2>/dev/null)" in tmpfs|ramfs) method=memory ;; esac
+flag=""
+if [ "$method" = copy ] && cp -a --reflink=always "$PGDATA/PG_VERSION" "$stage/.probe" 2>/dev/null; then
+	method=reflink
+	flag=--reflink=always
+fi
+rm -f "$stage/.probe"
+for f in "$PGDATA"/*; do
+	case "${f##*/}" in postmaster.pid|postmaster.opts) continue ;; esac
+	cp -a $flag "$f" "$stage/" || exit 1
+done
+# A runtime gone before it copied the stage out leaves it for at most
+# half an hour.
+( sleep 1800; rm -rf "$stage" ) >/dev/null 2>&1 &
+echo "path $stage"
+echo "method $method"
+read -r _ || true
+`
+}
+
+// ForkClean removes the stage from the source's data directory.
+func (Service) ForkClean(ctx context.Context, in contract.Instance, stage string, _ contract.ForkCopy) error {
+	if !stagePattern.MatchString(stage) {
+		return fmt.Errorf("fork stage %q: want letters, digits and '-'", stage)
+	}
+	return in.Run.Exec(ctx, "root", []string{"sh", "-c", `rm -rf "$PGDATA/` + ForkStageDir(stage) + `"`}, nil)
+}
+
+// ForkArgs is nil: the runtime starts a copy from its data directory
+// (ForkStartScript).
+func (Service) ForkArgs(string, contract.ForkCopy) []string { return nil }
+
+// ForkStartScript is a copy's entrypoint, as TemplateStartScript's but
+// filled from the captured data directory the runtime put at src (in
+// the copy's container): it moves it into $PGDATA, and the sessions
+// (the copy's own passwords) run in single-user mode, which first
+// recovers the data as after a crash.
+func ForkStartScript(src string, sessions []Session, sessionFiles []string, serverArgs []string) []byte {
+	q := shellQuote(src)
+	return templateStart(`src=`+q+`
+if [ ! -s "$src/PG_VERSION" ] || [ ! -s "$src/global/pg_control" ]; then
+	echo "sandboxer: the forked data directory is incomplete" >&2
+	exit 1
+fi
+mkdir -p "$PGDATA"
+chmod 0700 "$PGDATA"
+cp -a "$src/." "$PGDATA/"
+rm -rf "$src"
+`, sessions, sessionFiles, serverArgs)
+}
