@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"time"
 	"maps"
 	"path"
 	"slices"
@@ -129,7 +132,10 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 			_ = pt.f.ForkClean(cctx, pt.in, stage, from.copies[pt.svc])
 		}
 	}()
-	if err := capture(0)(ctx); err != nil {
+	tr := forkTrace("capture")
+	err = capture(0)(ctx)
+	tr()
+	if err != nil {
 		return nil, scrub.Err(fmt.Errorf("fork %s: %w", src.Address, err))
 	}
 	out := &apply.Forked{Created: make([]*apply.Created, len(reqs)), Methods: map[string]string{}, Bytes: total}
@@ -149,7 +155,10 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
+	tr = forkTrace("copies")
+	err = g.Wait()
+	tr()
+	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		for i, made := range out.Created {
@@ -192,7 +201,7 @@ func (e *ForkRoomError) Unwrap() error { return apply.ErrNoRoom }
 // the engine's host.
 func (p *Provider) checkForkRoom(ctx context.Context, run services.Runner, bytes int64, n int) error {
 	var out strings.Builder
-	if err := run.Exec(ctx, "root", []string{"sh", "-c", `df -Pk ` + forkDir + ` | awk 'NR==2 {print $4}'; awk '/^MemAvailable:/ {print $2}' /proc/meminfo`}, &out); err != nil {
+	if err := run.Exec(ctx, "", []string{"sh", "-c", `df -Pk ` + forkDir + ` | awk 'NR==2 {print $4}'; awk '/^MemAvailable:/ {print $2}' /proc/meminfo`}, &out); err != nil {
 		return fmt.Errorf("measure the host's free disk and memory: %w", err)
 	}
 	f := strings.Fields(out.String())
@@ -227,18 +236,27 @@ func (p *Provider) checkForkRoom(ctx context.Context, run services.Runner, bytes
 func mib(b int64) string { return fmt.Sprintf("%d MiB", (b+(1<<20)-1)>>20) }
 
 // copyForked copies svc's captured data from the source's container into
-// the copy's container id (created, not started), under forkDir.
+// the copy's container id (created, not started), under forkDir: a tar
+// stream out of an exec in the source (the engine's archive API does not
+// see into a tmpfs, an exec does), into the engine's archive API of the
+// copy, which unpacks it into the copy's layer.
 func (p *Provider) copyForked(ctx context.Context, from *forkFrom, svc, id string) error {
 	c, ok := from.copies[svc]
 	if !ok {
 		return fmt.Errorf("no captured data for %s", svc)
 	}
-	rc, _, err := p.cli.CopyFromContainer(ctx, from.src[svc], c.Path)
-	if err != nil {
-		return p.engineErr("read the captured "+svc+" data", err)
+	s, ok := services.Lookup(svc)
+	if !ok {
+		return fmt.Errorf("service %s is not supported by the docker provider", svc)
 	}
-	defer rc.Close()
-	if err := p.cli.CopyToContainer(ctx, id, forkDir, rc, container.CopyToContainerOptions{}); err != nil {
+	pr, pw := io.Pipe()
+	go func() {
+		err := p.execIn(ctx, from.src[svc], s.Account(), []string{"tar", "-c", "-f", "-", "-C", path.Dir(c.Path), path.Base(c.Path)}, pw)
+		pw.CloseWithError(err)
+	}()
+	err := p.cli.CopyToContainer(ctx, id, forkDir, pr, container.CopyToContainerOptions{})
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
 		return p.engineErr("copy the captured "+svc+" data into container "+shortID(id), err)
 	}
 	return nil
@@ -265,8 +283,7 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 		names[i] = secretPath(fmt.Sprintf("pg-session-%d.sql", i+1))
 		files = append(files, containerFile{Path: names[i], Content: s.SQL, Mode: 0o400})
 	}
-	src := path.Join(forkDir, path.Base(b.fork.copies["postgres"].Path))
-	script := pgsvc.ForkStartScript(src, sessions, names, pgsvc.SingleUserArgs(spec.Cmd))
+	script := pgsvc.ForkStartScript(sessions, names, pgsvc.SingleUserArgs(spec.Cmd))
 	files = append(files, containerFile{Path: secretPath(templateStartScript), Content: script, Mode: 0o444})
 	files = append(files, tlsFiles...)
 
@@ -294,12 +311,34 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 	if err := p.copyFiles(ctx, id, owner, files...); err != nil {
 		return nil, c, fmt.Errorf("copy credentials and start script into %s: %w", name, err)
 	}
-	if err := p.copyForked(ctx, b.fork, "postgres", id); err != nil {
-		return nil, c, err
-	}
+	tr := forkTrace("pg start")
 	if c.Port, err = p.startContainer(ctx, b, "postgres", id, name, postgresPort); err != nil {
 		return nil, c, err
 	}
+	tr()
+	// The start script waits for the data: streamed from the source's
+	// stage straight into the copy's data directory (volume or tmpfs).
+	tr = forkTrace("pg fill")
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(p.execIn(ctx, b.fork.src["postgres"], pgsvc.OSUser, pgsvc.ForkCaptureCommand(b.fork.copies["postgres"].Path), pw))
+	}()
+	err = p.execStdin(ctx, id, pgsvc.OSUser, pgsvc.ForkFillCommand(), pr, nil)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return nil, c, fmt.Errorf("fill the data directory of %s: %w", name, err)
+	}
+	tr()
+	tr = forkTrace("pg ready")
 	conn, err := p.awaitPostgres(ctx, id, c)
+	tr()
 	return conn, c, err
+}
+
+func forkTrace(what string) func() {
+	if os.Getenv("SANDBOXER_FORK_TRACE") == "" {
+		return func() {}
+	}
+	t := time.Now()
+	return func() { fmt.Fprintf(os.Stderr, "fork trace: %s %s\n", what, time.Since(t).Round(time.Millisecond)) }
 }

@@ -17,7 +17,7 @@ import (
 // Forks (sandboxer fork, issue 32). A running instance's data directory
 // is copied at the file level from one instant: a CHECKPOINT first (so
 // the copies' crash recovery replays little), then every PostgreSQL
-// process of the container is stopped (SIGSTOP, from an exec as root:
+// process of the container is stopped (SIGSTOP, from an exec as the server's own user:
 // no `docker pause`, so a tmpfs data directory works too), the data
 // directory is copied beside itself (a reflink clone where the
 // filesystem has them, a copy within memory on a tmpfs, a file copy
@@ -80,7 +80,7 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := run.ExecStdin(ctx, "root", []string{"sh", "-c", forkHoldScript(ForkStageDir(stage))}, inR, outW)
+		err := run.ExecStdin(ctx, OSUser, []string{"sh", "-c", forkHoldScript(ForkStageDir(stage))}, inR, outW)
 		outW.CloseWithError(err)
 		done <- err
 	}()
@@ -98,6 +98,10 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 			if during != nil {
 				duringErr = during(ctx)
 			}
+		case len(f) == 1 && f[0] == "resumed":
+			if !frozenAt.IsZero() {
+				out.Held = time.Since(frozenAt)
+			}
 		case len(f) == 2 && f[0] == "path":
 			out.Path = f[1]
 		case len(f) == 2 && f[0] == "method":
@@ -109,7 +113,7 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 	_ = inW.Close()
 	_, _ = io.Copy(io.Discard, outR)
 	err = <-done
-	if !frozenAt.IsZero() {
+	if !frozenAt.IsZero() && out.Held == 0 {
 		out.Held = time.Since(frozenAt)
 	}
 	switch {
@@ -123,7 +127,7 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 	return out, nil
 }
 
-// forkHoldScript is ForkCapture's script, run as root in the source's
+// forkHoldScript is ForkCapture's script, run as the server's user in the source's
 // container. It prints "frozen" once every PostgreSQL process is
 // stopped, "path P" and "method M" once the copy is made, and resumes
 // the processes when its input ends (or at once, on any failure).
@@ -141,7 +145,7 @@ trap 'kill -CONT $pids 2>/dev/null' EXIT
 kill -STOP $pids || exit 1
 echo frozen
 rm -rf "$stage"
-mkdir -m 0700 "$stage" && chown "$(stat -c %u:%g "$PGDATA")" "$stage" || exit 1
+mkdir -m 0700 "$stage" || exit 1
 method=copy
 case "$(stat -f -c %T "$PGDATA" 2>/dev/null)" in tmpfs|ramfs) method=memory ;; esac
 flag=""
@@ -160,6 +164,8 @@ done
 echo "path $stage"
 echo "method $method"
 read -r _ || true
+kill -CONT $pids
+echo resumed
 `
 }
 
@@ -168,28 +174,60 @@ func (Service) ForkClean(ctx context.Context, in contract.Instance, stage string
 	if !stagePattern.MatchString(stage) {
 		return fmt.Errorf("fork stage %q: want letters, digits and '-'", stage)
 	}
-	return in.Run.Exec(ctx, "root", []string{"sh", "-c", `rm -rf "$PGDATA/` + ForkStageDir(stage) + `"`}, nil)
+	return in.Run.Exec(ctx, OSUser, []string{"sh", "-c", `rm -rf "$PGDATA/` + ForkStageDir(stage) + `"`}, nil)
 }
 
 // ForkArgs is nil: the runtime starts a copy from its data directory
 // (ForkStartScript).
 func (Service) ForkArgs(string, contract.ForkCopy) []string { return nil }
 
+// ForkFilled and ForkStarted are a copy's markers in its data
+// directory: the runtime writes ForkFilled once the captured data is
+// unpacked there (ForkFillCommand); the start script writes ForkStarted
+// once the copy has its own passwords, so a restarted container starts
+// the server at once.
+const (
+	ForkFilled  = "sandboxer-fork.filled"
+	ForkStarted = "sandboxer-fork.started"
+)
+
+// ForkFillCommand unpacks the tar stream on its input (the stage's
+// contents, ForkCaptureCommand's output) into the copy's $PGDATA and
+// writes ForkFilled; run as OSUser in the copy's started container.
+func ForkFillCommand() []string {
+	return []string{"sh", "-c", `tar -x -f - -C "$PGDATA" && touch "$PGDATA/` + ForkFilled + `"`}
+}
+
+// ForkCaptureCommand writes the stage at path (ForkCopy.Path) as a tar
+// stream of its contents; run as OSUser in the source's container.
+func ForkCaptureCommand(path string) []string {
+	return []string{"tar", "-c", "-f", "-", "-C", path, "."}
+}
+
 // ForkStartScript is a copy's entrypoint, as TemplateStartScript's but
-// filled from the captured data directory the runtime put at src (in
-// the copy's container): it moves it into $PGDATA, and the sessions
-// (the copy's own passwords) run in single-user mode, which first
-// recovers the data as after a crash.
-func ForkStartScript(src string, sessions []Session, sessionFiles []string, serverArgs []string) []byte {
-	q := shellQuote(src)
-	return templateStart(`src=`+q+`
-if [ ! -s "$src/PG_VERSION" ] || [ ! -s "$src/global/pg_control" ]; then
+// filled by the runtime: it waits (up to ten minutes) until the
+// runtime has unpacked the captured data directory into $PGDATA
+// (ForkFillCommand), then the sessions (the copy's own passwords) run
+// in single-user mode, which first recovers the data as after a crash,
+// and only then does the image's entrypoint start the server. Nothing
+// listens before every password is the copy's.
+func ForkStartScript(sessions []Session, sessionFiles []string, serverArgs []string) []byte {
+	return startScript(`[ -e "$PGDATA/`+ForkStarted+`" ]`, `mkdir -p "$PGDATA"
+chmod 0700 "$PGDATA"
+n=0
+while [ ! -e "$PGDATA/`+ForkFilled+`" ]; do
+	n=$((n + 1))
+	if [ "$n" -gt 12000 ]; then
+		echo "sandboxer: the forked data directory never arrived" >&2
+		exit 1
+	fi
+	sleep 0.05
+done
+rm -f "$PGDATA/`+ForkFilled+`" "$PGDATA/postmaster.pid"
+if [ ! -s "$PGDATA/PG_VERSION" ] || [ ! -s "$PGDATA/global/pg_control" ]; then
 	echo "sandboxer: the forked data directory is incomplete" >&2
 	exit 1
 fi
-mkdir -p "$PGDATA"
-chmod 0700 "$PGDATA"
-cp -a "$src/." "$PGDATA/"
-rm -rf "$src"
-`, sessions, sessionFiles, serverArgs)
+`, sessions, sessionFiles, serverArgs, `touch "$PGDATA/`+ForkStarted+`"
+`)
 }

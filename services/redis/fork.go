@@ -82,12 +82,13 @@ func ForkCapture(ctx context.Context, c state.Credentials, during func(context.C
 	return out, nil
 }
 
-// ForkClean removes the saved file from the source's container.
-func ForkClean(ctx context.Context, run contract.Runner, c contract.ForkCopy) error {
+// ForkClean removes the saved file from the source's container, as the
+// server's user (account), who wrote it.
+func ForkClean(ctx context.Context, run contract.Runner, account string, c contract.ForkCopy) error {
 	if c.Path == "" || !path.IsAbs(c.Path) {
 		return nil
 	}
-	return run.Exec(ctx, "root", []string{"rm", "-f", "--", c.Path}, nil)
+	return run.Exec(ctx, account, []string{"rm", "-f", "--", c.Path}, nil)
 }
 
 // ForkArgs point the copy's server at the saved file copied into dir,
@@ -117,7 +118,7 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, _ string, 
 }
 
 func (Service) ForkClean(ctx context.Context, in contract.Instance, _ string, c contract.ForkCopy) error {
-	return ForkClean(ctx, in.Run, c)
+	return ForkClean(ctx, in.Run, Service{}.Account(), c)
 }
 
 func (Service) ForkArgs(dir string, c contract.ForkCopy) []string { return ForkArgs(dir, c) }

@@ -91,7 +91,7 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, _ string, 
 }
 
 func (Service) ForkClean(ctx context.Context, in contract.Instance, _ string, c contract.ForkCopy) error {
-	return redis.ForkClean(ctx, in.Run, c)
+	return redis.ForkClean(ctx, in.Run, Service{}.Account(), c)
 }
 
 func (Service) ForkArgs(dir string, c contract.ForkCopy) []string { return redis.ForkArgs(dir, c) }
