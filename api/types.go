@@ -12,6 +12,8 @@ const (
 	PathSnapshot  = "/v1/snapshot"
 	PathRestore   = "/v1/restore"
 	PathReset     = "/v1/reset"
+	// POST /v1/fork copies a running instance (ForkBody → ForkResult).
+	PathFork = "/v1/fork"
 	// POST /v1/databases hands out a database per test (DatabaseBody →
 	// Sandbox); POST /v1/databases/drop drops one (DropDatabaseBody).
 	PathDatabases    = "/v1/databases"
