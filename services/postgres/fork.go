@@ -142,6 +142,9 @@ if [ -z "$pids" ]; then
 	exit 1
 fi
 trap 'kill -CONT $pids 2>/dev/null' EXIT
+# Should this shell die by a signal it cannot trap, the watchdog resumes
+# the server as soon as it is gone.
+( while kill -0 $$ 2>/dev/null; do sleep 0.1; done; kill -CONT $pids 2>/dev/null ) >/dev/null 2>&1 &
 kill -STOP $pids || exit 1
 echo frozen
 rm -rf "$stage"
