@@ -247,3 +247,57 @@ func TestForkWithWriter(t *testing.T) {
 		})
 	}
 }
+
+// TestForkTLS forks a sandbox published with TLS: the copy has a CA of
+// its own (not the source's), serves TLS with it, and the source's CA
+// does not verify the copy's server.
+func TestForkTLS(t *testing.T) {
+	p, secrets := newTestProvider(t)
+	p.ReadyTimeout = loadedReadyTimeout
+	p.ProbeTimeout = 30 * time.Second
+	p.CADir = t.TempDir()
+	lineage := newLineage(t, p)
+	ip := hostAddress(t)
+	ctx := context.Background()
+	src, _ := forkSource(ctx, t, p, lineage, config.Publish{Address: ip, AdvertiseHost: ip, TLS: true})
+	defer p.Delete(ctx, src)
+	forked, err := p.Fork(ctx, src, forkReqs(lineage, src, 1))
+	secrets.assertClean(t, err)
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	cp := recordFor(forkReqs(lineage, src, 1)[0], forked.Created[0])
+	defer p.Delete(ctx, cp)
+	for _, svc := range []string{"postgres", "redis"} {
+		s, c := src.Credentials[svc], cp.Credentials[svc]
+		if c.CA == "" || c.CA == s.CA || c.CAFile == s.CAFile {
+			t.Errorf("%s: the copy's CA is missing or the source's", svc)
+		}
+	}
+	pc := cp.Credentials["postgres"]
+	conn := pgConn(ctx, t, pc) // verify-full against the copy's own CA
+	var ssl bool
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl); err != nil || !ssl {
+		t.Errorf("the copy's connection is not TLS (ssl=%v, err=%v)", ssl, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM rows").Scan(&n); err != nil || n != 1000 {
+		t.Errorf("the copy holds %d rows (%v), want 1000", n, err)
+	}
+	// The source's CA does not vouch for the copy.
+	srcTLS, err := src.Credentials["postgres"].ClientTLS(pc.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := pgsvc.Connect(ctx, pc.Host, pc.Port, pc.User, pc.Password, pc.Database, srcTLS); err == nil {
+		c.Close(ctx)
+		t.Error("the source's CA verified the copy's server")
+	}
+	rc := cp.Credentials["redis"]
+	rcTLS, _ := rc.ClientTLS(rc.Host)
+	rdb := redissvc.Client(rc.Host, rc.Port, rc.User, rc.Password, rcTLS)
+	defer rdb.Close()
+	if v, err := rdb.Get(ctx, "keep").Result(); err != nil || v != "forever" {
+		t.Errorf("the copy's redis over TLS: %q, %v", v, err)
+	}
+}
