@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"time"
 	"maps"
 	"path"
 	"slices"
@@ -132,10 +130,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 			_ = pt.f.ForkClean(cctx, pt.in, stage, from.copies[pt.svc])
 		}
 	}()
-	tr := forkTrace("capture")
-	err = capture(0)(ctx)
-	tr()
-	if err != nil {
+	if err := capture(0)(ctx); err != nil {
 		return nil, scrub.Err(fmt.Errorf("fork %s: %w", src.Address, err))
 	}
 	out := &apply.Forked{Created: make([]*apply.Created, len(reqs)), Methods: map[string]string{}, Bytes: total}
@@ -155,10 +150,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 			return err
 		})
 	}
-	tr = forkTrace("copies")
-	err = g.Wait()
-	tr()
-	if err != nil {
+	if err := g.Wait(); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		for i, made := range out.Created {
@@ -311,14 +303,11 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 	if err := p.copyFiles(ctx, id, owner, files...); err != nil {
 		return nil, c, fmt.Errorf("copy credentials and start script into %s: %w", name, err)
 	}
-	tr := forkTrace("pg start")
 	if c.Port, err = p.startContainer(ctx, b, "postgres", id, name, postgresPort); err != nil {
 		return nil, c, err
 	}
-	tr()
 	// The start script waits for the data: streamed from the source's
 	// stage straight into the copy's data directory (volume or tmpfs).
-	tr = forkTrace("pg fill")
 	pr, pw := io.Pipe()
 	go func() {
 		pw.CloseWithError(p.execIn(ctx, b.fork.src["postgres"], pgsvc.OSUser, pgsvc.ForkCaptureCommand(b.fork.copies["postgres"].Path), pw))
@@ -328,17 +317,6 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 	if err != nil {
 		return nil, c, fmt.Errorf("fill the data directory of %s: %w", name, err)
 	}
-	tr()
-	tr = forkTrace("pg ready")
 	conn, err := p.awaitPostgres(ctx, id, c)
-	tr()
 	return conn, c, err
-}
-
-func forkTrace(what string) func() {
-	if os.Getenv("SANDBOXER_FORK_TRACE") == "" {
-		return func() {}
-	}
-	t := time.Now()
-	return func() { fmt.Fprintf(os.Stderr, "fork trace: %s %s\n", what, time.Since(t).Round(time.Millisecond)) }
 }

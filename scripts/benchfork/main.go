@@ -115,13 +115,13 @@ sandbox "agent" {
 			if !*skipA {
 				snap := fmt.Sprintf("b%d-%d-%d", mibs, n, time.Now().Unix())
 				start = time.Now()
-				_, err = sbx("snapshot", "sandbox.agent", "--key", key, "--name", snap)
+				_, err = sbx("snapshot", fmt.Sprintf("sandbox.agent[%q]", key), "--name", snap)
 				check(err)
 				for i := 1; i <= n; i++ {
 					k := fmt.Sprintf("a%d-%d-%d", mibs, n, i)
 					_, err = sbx("request", "sandbox.agent", "--key", k)
 					check(err)
-					_, err = sbx("restore", "sandbox.agent", "--key", k, "--snapshot", snap)
+					_, err = sbx("restore", fmt.Sprintf("sandbox.agent[%q]", k), "--snapshot", snap)
 					check(err)
 				}
 				aS = time.Since(start).Seconds()
