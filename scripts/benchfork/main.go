@@ -85,6 +85,10 @@ sandbox "agent" {
 		mibs, err := strconv.Atoi(strings.TrimSpace(ms))
 		check(err)
 		key := fmt.Sprintf("src-%d", mibs)
+		onExit = func() {
+			release(key)
+			os.RemoveAll(dir)
+		}
 		out, err := sbx("request", "sandbox.agent", "--key", key, "--json")
 		check(err)
 		env := envOf(out)
@@ -130,7 +134,7 @@ sandbox "agent" {
 				}
 				_, _ = sbx("snapshot", "rm", snap)
 			}
-			bS := floor(dir, abs, key, n)
+			bS := floor(key, n)
 			ratio := func(a, b float64) string {
 				if b == 0 {
 					return "-"
@@ -211,16 +215,13 @@ func writer(env map[string]string) (stop func() time.Duration, waited *time.Dura
 // floor is (b): n copies of the source's data directory with cp, at
 // once, then n servers started on them, at once, until each answers
 // pg_isready; all inside the source's PostgreSQL container, then removed.
-func floor(dir, bin, key string, n int) float64 {
-	out, err := exec.Command(bin, "--chdir", dir, "state", "show", fmt.Sprintf("sandbox.agent[%q]", key), "--json").Output()
+func floor(key string, n int) float64 {
+	out, err := exec.Command("docker", "ps", "-q", "--filter", "label=dev.sandboxer.service=postgres",
+		"--filter", fmt.Sprintf("label=dev.sandboxer.address=sandbox.agent[%q]", key)).Output()
 	check(err)
-	var rec struct {
-		Resources struct{ Containers map[string]string } `json:"resources"`
-	}
-	check(json.Unmarshal(out, &rec))
-	id := rec.Resources.Containers["postgres"]
-	if id == "" {
-		fmt.Fprintln(os.Stderr, "floor: no postgres container in state show's output")
+	id := strings.TrimSpace(string(out))
+	if id == "" || strings.Contains(id, "\n") {
+		fmt.Fprintf(os.Stderr, "floor: want one postgres container of %s, found %q\n", key, id)
 		return 0
 	}
 	script := fmt.Sprintf(`set -e
@@ -245,9 +246,15 @@ i=1; while [ $i -le $n ]; do until pg_isready -q -h /tmp -p $((6000+i)); do slee
 	return took
 }
 
+// onExit is run before a failure exits: it releases what the run holds.
+var onExit func()
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchfork:", err)
+		if onExit != nil {
+			onExit()
+		}
 		os.Exit(1)
 	}
 }
