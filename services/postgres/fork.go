@@ -16,12 +16,16 @@ import (
 
 // Forks (sandboxer fork, issue 32). A running instance's data directory
 // is copied at the file level from one instant: a CHECKPOINT first (so
-// the copies' crash recovery replays little), then every PostgreSQL
-// process of the container is stopped (SIGSTOP, from an exec as the server's own user:
-// no `docker pause`, so a tmpfs data directory works too), the data
-// directory is copied beside itself (a reflink clone where the
+// the copies' crash recovery replays little), then the data directory
+// is copied beside itself in two passes (a reflink clone where the
 // filesystem has them, a copy within memory on a tmpfs, a file copy
-// otherwise), and the processes go on (SIGCONT). Stopped processes make
+// otherwise): every file while the server runs, then, with every
+// PostgreSQL process of the container stopped (SIGSTOP, from an exec as
+// the server's own user: no `docker pause`, so a tmpfs data directory
+// works too), again the files written or renamed since the first pass
+// began, and the files removed since dropped; then the processes go on
+// (SIGCONT). The hold is the second pass: it grows with what was
+// written during the first, not with the size. Stopped processes make
 // no write, so the copy is what a crash at that instant would leave:
 // every commit whose WAL the server had written is in it (CHECKPOINT
 // writes all WAL before it; synchronous_commit=off only delays the
@@ -31,8 +35,8 @@ import (
 //
 // The script that holds the server ends the hold itself: it resumes
 // the processes when it exits, whatever ends it (its input closed when
-// the runtime goes away, a failed copy), so no fork leaves a source
-// stopped.
+// the runtime goes away, a failed copy; a watchdog when it is killed),
+// so no fork leaves a source stopped.
 
 // stagePattern is what a fork's stage name may be: it is written into
 // shell scripts.
@@ -133,6 +137,7 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 // the processes when its input ends (or at once, on any failure).
 func forkHoldScript(stageDir string) string {
 	return `stage="$PGDATA/` + stageDir + `"
+since="$stage.since"
 pids=""
 for d in /proc/[0-9]*; do
 	[ "$(cat "$d/comm" 2>/dev/null)" = postgres ] && pids="$pids ${d#/proc/}"
@@ -141,14 +146,11 @@ if [ -z "$pids" ]; then
 	echo "sandboxer: no PostgreSQL process to hold" >&2
 	exit 1
 fi
-trap 'kill -CONT $pids 2>/dev/null' EXIT
-# Should this shell die by a signal it cannot trap, the watchdog resumes
-# the server as soon as it is gone.
-( while kill -0 $$ 2>/dev/null; do sleep 0.1; done; kill -CONT $pids 2>/dev/null ) >/dev/null 2>&1 &
-kill -STOP $pids || exit 1
-echo frozen
 rm -rf "$stage"
 mkdir -m 0700 "$stage" || exit 1
+# A runtime gone before it copied the stage out leaves it for at most
+# half an hour.
+( sleep 1800; rm -rf "$stage" "$since" ) >/dev/null 2>&1 &
 method=copy
 case "$(stat -f -c %T "$PGDATA" 2>/dev/null)" in tmpfs|ramfs) method=memory ;; esac
 flag=""
@@ -157,13 +159,34 @@ if [ "$method" = copy ] && cp -a --reflink=always "$PGDATA/PG_VERSION" "$stage/.
 	flag=--reflink=always
 fi
 rm -f "$stage/.probe"
+# Pass 1, the server running: every file. A file written after the
+# marker (and the pause that puts later writes on a later clock tick)
+# has a newer time than it.
+touch "$since" || exit 1
+sleep 0.05
 for f in "$PGDATA"/*; do
 	case "${f##*/}" in postmaster.pid|postmaster.opts) continue ;; esac
 	cp -a $flag "$f" "$stage/" || exit 1
 done
-# A runtime gone before it copied the stage out leaves it for at most
-# half an hour.
-( sleep 1800; rm -rf "$stage" ) >/dev/null 2>&1 &
+trap 'kill -CONT $pids 2>/dev/null' EXIT
+# Should this shell die by a signal it cannot trap, the watchdog resumes
+# the server as soon as it is gone.
+( while kill -0 $$ 2>/dev/null; do sleep 0.1; done; kill -CONT $pids 2>/dev/null ) >/dev/null 2>&1 &
+kill -STOP $pids || exit 1
+echo frozen
+# Pass 2, the server stopped: the files written or renamed since the
+# marker again, and the files gone since removed.
+cd "$PGDATA" || exit 1
+find . -path './.sbx-*' -prune -o -type f \( -newer "$since" -o -cnewer "$since" \) -print > "$since.changed" || exit 1
+while read -r f; do
+	case "$f" in ./postmaster.pid|./postmaster.opts) continue ;; esac
+	mkdir -p "$stage/${f%/*}" && cp -a $flag "$f" "$stage/$f" || exit 1
+done < "$since.changed"
+(cd "$stage" && find . -type f -print) > "$since.staged" || exit 1
+while read -r f; do
+	[ -e "$PGDATA/$f" ] || rm -f "$stage/$f"
+done < "$since.staged"
+rm -f "$since.changed" "$since.staged"
 echo "path $stage"
 echo "method $method"
 read -r _ || true
@@ -177,7 +200,8 @@ func (Service) ForkClean(ctx context.Context, in contract.Instance, stage string
 	if !stagePattern.MatchString(stage) {
 		return fmt.Errorf("fork stage %q: want letters, digits and '-'", stage)
 	}
-	return in.Run.Exec(ctx, OSUser, []string{"sh", "-c", `rm -rf "$PGDATA/` + ForkStageDir(stage) + `"`}, nil)
+	d := `"$PGDATA/` + ForkStageDir(stage)
+	return in.Run.Exec(ctx, OSUser, []string{"sh", "-c", `rm -rf ` + d + `" ` + d + `.since" ` + d + `.since.changed" ` + d + `.since.staged"`}, nil)
 }
 
 // ForkArgs is nil: the runtime starts a copy from its data directory
