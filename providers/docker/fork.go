@@ -187,8 +187,8 @@ func (e *ForkRoomError) Unwrap() error { return apply.ErrNoRoom }
 
 // checkForkRoom checks, before anything starts, that the engine's host
 // has the room a fork of n copies of bytes needs: the stage beside the
-// source's data and, per copy, the data received in its layer and its
-// data directory (disk for volume storage, memory for tmpfs). It asks
+// source's data and each copy's data directory (disk for volume
+// storage, memory for tmpfs). It asks
 // the source's container (df of its layer, /proc/meminfo), which sees
 // the engine's host.
 func (p *Provider) checkForkRoom(ctx context.Context, run services.Runner, bytes int64, n int) error {
@@ -207,12 +207,19 @@ func (p *Provider) checkForkRoom(ctx context.Context, run services.Runner, bytes
 	}
 	// 10% and 256 MiB of headroom: the engine and the copies' servers
 	// need some too.
-	need := func(b int64) int64 { return b + b/10 + 256<<20 }
-	disk, mem := int64(n+1)*bytes, int64(n+1)*bytes // the stage and each copy's layer
+	need := func(b int64) int64 {
+		if b == 0 {
+			return 0
+		}
+		return b + b/10 + 256<<20
+	}
+	// The stage beside the source's data and each copy's data directory,
+	// on disk for volume storage, in memory for a tmpfs.
+	var disk, mem int64
 	if p.cfg.Storage == config.StorageTmpfs {
-		mem += int64(n) * bytes
+		mem = int64(n+1) * bytes
 	} else {
-		disk += int64(n) * bytes
+		disk = int64(n+1) * bytes
 	}
 	if need(disk) > diskKB*1024 {
 		return &ForkRoomError{Msg: fmt.Sprintf("not enough disk for %d copies of %s: they need about %s, the engine's host has %s free; fork fewer copies or free disk",
