@@ -139,10 +139,23 @@ func forkHoldScript(stageDir string) string {
 	return `stage="$PGDATA/` + stageDir + `"
 since="$stage.since"
 pids=""
-for d in /proc/[0-9]*; do
-	[ "$(cat "$d/comm" 2>/dev/null)" = postgres ] && pids="$pids ${d#/proc/}"
-done
-if [ -z "$pids" ]; then
+# stop_all stops every PostgreSQL process, again until none is new: a
+# backend forked between the listing and the postmaster's stop is
+# caught by the next round; one that ended meanwhile is no error.
+stop_all() {
+	for round in 1 2 3 4; do
+		new=""
+		for d in /proc/[0-9]*; do
+			p=${d#/proc/}
+			[ "$(cat "$d/comm" 2>/dev/null)" = postgres ] || continue
+			case " $pids " in *" $p "*) ;; *) new="$new $p" ;; esac
+		done
+		[ -z "$new" ] && return 0
+		kill -STOP $new 2>/dev/null
+		pids="$pids $new"
+	done
+}
+if ! grep -qx postgres /proc/[0-9]*/comm 2>/dev/null; then
 	echo "sandboxer: no PostgreSQL process to hold" >&2
 	exit 1
 fi
@@ -169,10 +182,14 @@ for f in "$PGDATA"/*; do
 	cp -a $flag "$f" "$stage/" || exit 1
 done
 trap 'kill -CONT $pids 2>/dev/null' EXIT
+stop_all
+if [ -z "$pids" ]; then
+	echo "sandboxer: no PostgreSQL process to hold" >&2
+	exit 1
+fi
 # Should this shell die by a signal it cannot trap, the watchdog resumes
 # the server as soon as it is gone.
 ( while kill -0 $$ 2>/dev/null; do sleep 0.1; done; kill -CONT $pids 2>/dev/null ) >/dev/null 2>&1 &
-kill -STOP $pids || exit 1
 echo frozen
 # Pass 2, the server stopped: the files written or renamed since the
 # marker again, and the files gone since removed.
@@ -190,7 +207,7 @@ rm -f "$since.changed" "$since.staged"
 echo "path $stage"
 echo "method $method"
 read -r _ || true
-kill -CONT $pids
+kill -CONT $pids 2>/dev/null
 echo resumed
 `
 }
