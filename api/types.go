@@ -12,6 +12,8 @@ const (
 	PathSnapshot  = "/v1/snapshot"
 	PathRestore   = "/v1/restore"
 	PathReset     = "/v1/reset"
+	// POST /v1/fork copies a running instance (ForkBody → ForkResult).
+	PathFork = "/v1/fork"
 	// POST /v1/databases hands out a database per test (DatabaseBody →
 	// Sandbox); POST /v1/databases/drop drops one (DropDatabaseBody).
 	PathDatabases    = "/v1/databases"
@@ -67,6 +69,32 @@ type DataResult struct {
 	Services   []string `json:"services"`
 	Size       int64    `json:"size"`
 	ElapsedMS  int64    `json:"elapsed_ms"`
+}
+
+// ForkBody is POST /v1/fork's body: the source, how many copies, their
+// key prefix and ttl.
+type ForkBody struct {
+	Address string `json:"address"`
+	Key     string `json:"key,omitempty"`
+	Count   int    `json:"count"`
+	ToKey   string `json:"to_key,omitempty"`
+	TTL     string `json:"ttl,omitempty"`
+}
+
+// ForkResult is what a fork returns (POST /v1/fork, `fork --json`): the
+// copies, each with its own credentials, and how the data was copied.
+type ForkResult struct {
+	Source    string    `json:"source"`
+	Sandboxes []Sandbox `json:"sandboxes"`
+	// Methods is how each service's data was captured, service →
+	// "reflink", "memory", "copy" (PostgreSQL's data directory) or
+	// "rdb" (Redis's and Valkey's fork-time save).
+	Methods map[string]string `json:"methods"`
+	// Bytes is the size of the source's data, every service together.
+	Bytes int64 `json:"bytes"`
+	// HeldMS is how long the source's writers were held.
+	HeldMS    int64 `json:"held_ms"`
+	ElapsedMS int64 `json:"elapsed_ms"`
 }
 
 // ReleaseBody is POST /v1/release's body.

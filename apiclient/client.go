@@ -146,6 +146,16 @@ func (c *Client) Extend(ctx context.Context, address, key, ttl string) (*api.Ins
 	return &out, nil
 }
 
+// Fork makes body.Count copies of a running instance, data and all
+// (POST /v1/fork).
+func (c *Client) Fork(ctx context.Context, body api.ForkBody) (*api.ForkResult, error) {
+	var out api.ForkResult
+	if err := c.do(ctx, http.MethodPost, api.PathFork, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // List returns the on-demand instances, without credentials.
 func (c *Client) List(ctx context.Context) ([]api.Instance, error) {
 	var out api.SandboxList

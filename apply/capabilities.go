@@ -1,6 +1,12 @@
 package apply
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sandboxer/sandboxer/state"
+)
 
 // Capabilities a provider may have beyond Provider. Each is a small named
 // interface; callers find one with As, which sees through wrappers (the
@@ -103,3 +109,30 @@ type TemplateCollector interface {
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
+
+// Forker copies a running instance's data into new instances
+// (sandboxer fork): every request's instance starts from the source's
+// data as it stood at one instant, with its own credentials. The
+// source keeps serving; its writers are held only while its data is
+// captured. On error nothing of the new instances is left (what an
+// interrupted fork leaves carries the labels reap finds).
+type Forker interface {
+	Fork(ctx context.Context, src *state.Record, reqs []CreateRequest) (*Forked, error)
+}
+
+// Forked is what a fork made: one Created per request, in order, and
+// how the data was captured.
+type Forked struct {
+	Created []*Created
+	// Methods is how each service's data was captured (e.g. "reflink",
+	// "memory", "copy", "rdb"), service → method.
+	Methods map[string]string
+	// Bytes is the size of the captured data, all services together.
+	Bytes int64
+	// Held is how long the source's writers were held.
+	Held time.Duration
+}
+
+// ErrNoRoom is wrapped by a Forker's refusal, before anything started,
+// when the engine's host lacks the disk or memory the copies need.
+var ErrNoRoom = errors.New("not enough room on the engine's host")

@@ -125,3 +125,10 @@ func Port(name string) int {
 	}
 	return 0
 }
+
+// Forker is what a service whose running data can be forked adds
+// (PostgreSQL, Redis, Valkey: services/contract).
+type Forker = contract.Forker
+
+// ForkCopy is one service's captured data (contract.ForkCopy).
+type ForkCopy = contract.ForkCopy

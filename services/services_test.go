@@ -87,3 +87,12 @@ func TestCatalogueData(t *testing.T) {
 		t.Errorf("state's valkey URL %s, services/valkey's %s", got, want)
 	}
 }
+
+// Every service in the catalogue can be forked (sandboxer fork).
+func TestEveryServiceForks(t *testing.T) {
+	for _, s := range services.All() {
+		if _, ok := s.(services.Forker); !ok {
+			t.Errorf("service %s does not implement services.Forker", s.Name())
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/sandboxer/sandboxer/state"
@@ -24,18 +26,19 @@ import (
 // onDemandCmds are the testscript commands of the on-demand scenarios.
 func onDemandCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		"jsonfield":    cmdJSONField,
-		"envof":        cmdEnvOf,
-		"envvar":       cmdEnvVar,
-		"samecreds":    cmdSameCreds,
-		"waitlabelled": cmdWaitLabelled,
-		"waitfile":     cmdWaitFile,
-		"waitgrep":     cmdWaitGrep,
-		"api":          cmdAPI,
-		"bigjson":      cmdBigJSON,
-		"sweeplineage": cmdSweepLineage,
-		"sleep":        cmdSleep,
-		"webhook":      cmdWebhook,
+		"jsonfield":        cmdJSONField,
+		"envof":            cmdEnvOf,
+		"envvar":           cmdEnvVar,
+		"samecreds":        cmdSameCreds,
+		"differentsecrets": cmdDifferentSecrets,
+		"waitlabelled":     cmdWaitLabelled,
+		"waitfile":         cmdWaitFile,
+		"waitgrep":         cmdWaitGrep,
+		"api":              cmdAPI,
+		"bigjson":          cmdBigJSON,
+		"sweeplineage":     cmdSweepLineage,
+		"sleep":            cmdSleep,
+		"webhook":          cmdWebhook,
 	}
 }
 
@@ -391,4 +394,30 @@ func cmdWebhook(ts *testscript.TestScript, neg bool, args []string) {
 	}))
 	ts.Defer(srv.Close)
 	ts.Setenv(args[0], srv.URL)
+}
+
+// cmdDifferentSecrets checks two env JSON files (envof's) share no
+// password, and that A's PostgreSQL password does not open B's server
+// (fork: a copy's credentials are its own).
+//
+//	differentsecrets A.json B.json
+func cmdDifferentSecrets(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: differentsecrets A.json B.json")
+	}
+	a, b := envFile(ts, args[0]), envFile(ts, args[1])
+	for name, v := range a {
+		if strings.HasSuffix(name, "_PASSWORD") && v != "" && (b[name] == v) {
+			ts.Fatalf("differentsecrets: %s is the same in %s and %s", name, args[0], args[1])
+		}
+	}
+	u, err := url.Parse(b["SANDBOXER_POSTGRES_URL"])
+	ts.Check(err)
+	u.User = url.UserPassword(u.User.Username(), a["SANDBOXER_POSTGRES_PASSWORD"])
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if conn, err := pgx.Connect(ctx, u.String()); err == nil {
+		conn.Close(ctx)
+		ts.Fatalf("differentsecrets: %s's password opens %s's server", args[0], args[1])
+	}
 }

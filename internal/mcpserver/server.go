@@ -41,6 +41,7 @@ type Library interface {
 	Snapshot(ctx context.Context, address, name string) (*api.DataResult, error)
 	Reset(ctx context.Context, address, name string) (*api.DataResult, error)
 	Features(ctx context.Context) (*api.FeatureList, error)
+	Fork(ctx context.Context, address string, o sandboxer.ForkOptions) (*api.ForkResult, error)
 	// Leases (see sandboxer.Holder): who holds an instance, across
 	// processes.
 	Hold(ctx context.Context, address string, h sandboxer.Holder) error

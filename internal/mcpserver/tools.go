@@ -49,6 +49,14 @@ type resetIn struct {
 	Snapshot string `json:"snapshot,omitempty" jsonschema:"the snapshot to reset to; default: the sandbox's seed, or empty"`
 }
 
+type forkIn struct {
+	Address string `json:"address" jsonschema:"the running source instance's block, e.g. sandbox.agent (or sandbox.agent[\"KEY\"])"`
+	Key     string `json:"key,omitempty" jsonschema:"the source's key; required over HTTP; over stdio default: this session's"`
+	Count   int    `json:"count" jsonschema:"how many copies, 1 to 16"`
+	ToKey   string `json:"to_key,omitempty" jsonschema:"the copies' key prefix: they are PREFIX-1 … PREFIX-N (default: the source's key + -fork)"`
+	TTL     string `json:"ttl,omitempty" jsonschema:"the copies' lifetime from now, e.g. 1h (default: the block's)"`
+}
+
 type emptyIn struct{}
 
 type releaseOut struct {
@@ -63,6 +71,9 @@ func (s *Server) addTools() {
 		"Over HTTP the instance lives by its ttl, not the connection: call extend_sandbox as a heartbeat while the work goes on, release_sandbox at its end."}, s.request)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "release_sandbox", Description: "Tear an instance down when the work ends."}, s.release)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "extend_sandbox", Description: "Push an instance's expiry to now + ttl."}, s.extend)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "fork_sandbox", Description: "Copy a running instance, data and all, into count new instances " +
+		"(keys PREFIX-1 … PREFIX-N): each holds the source's data as it stood at one instant, has its own credentials (in its env) and ttl, " +
+		"and is an ordinary instance afterwards (release_sandbox it by its key). The source keeps serving."}, s.fork)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sandboxes", Description: "List the on-demand instances, without credentials."}, s.list)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "snapshot_sandbox", Description: "Save an instance's data under a name."}, s.snapshot)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "reset_sandbox", Description: "Bring an instance's data back to a snapshot (or its seed)."}, s.reset)
@@ -160,6 +171,21 @@ func (s *Server) extend(ctx context.Context, req *mcp.CallToolRequest, in extend
 	if err != nil {
 		return nil, nil, toolError(err)
 	}
+	return nil, out, nil
+}
+
+func (s *Server) fork(ctx context.Context, req *mcp.CallToolRequest, in forkIn) (*mcp.CallToolResult, *api.ForkResult, error) {
+	addr, err := s.instance(req.Session, in.Address, in.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	out, err := s.lib.Fork(cctx, addr, sandboxer.ForkOptions{Count: in.Count, ToKey: in.ToKey, TTL: in.TTL})
+	if err != nil {
+		return nil, nil, toolError(err)
+	}
+	s.opts.Logger.Info("tool", "tool", "fork_sandbox", "address", addr, "copies", len(out.Sandboxes))
 	return nil, out, nil
 }
 

@@ -66,6 +66,23 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, in)
 }
 
+// fork serves POST /v1/fork.
+func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
+	var body api.ForkBody
+	if !decode(w, r, &body) {
+		return
+	}
+	noteAddr(w, body.Address)
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	out, err := s.lib.Fork(ctx, body.Address, sandboxer.ForkOptions{Key: body.Key, Count: body.Count, ToKey: body.ToKey, TTL: body.TTL})
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	out, err := s.lib.Sandboxes(r.Context())
 	if err != nil {

@@ -31,6 +31,7 @@ type Library interface {
 	Reset(ctx context.Context, address, name string) (*api.DataResult, error)
 	Database(ctx context.Context, address string, o sandboxer.DatabaseOptions) (*api.Sandbox, error)
 	DropDatabase(ctx context.Context, address, name string) error
+	Fork(ctx context.Context, address string, o sandboxer.ForkOptions) (*api.ForkResult, error)
 	// Levels and Ready serve operations: /metrics' gauges, /readyz.
 	Levels(ctx context.Context) ([]sandboxer.Level, error)
 	Ready(ctx context.Context) []sandboxer.ReadyCheck
@@ -91,6 +92,7 @@ func New(lib Library, token string, logger *slog.Logger, base context.Context) (
 	s.mux.Handle("POST "+api.PathRestore, s.authed(s.dataCall(lib.Restore, true)))
 	s.mux.Handle("POST "+api.PathReset, s.authed(s.dataCall(lib.Reset, false)))
 	s.mux.Handle("POST "+api.PathDatabases, s.authed(s.database))
+	s.mux.Handle("POST "+api.PathFork, s.authed(s.fork))
 	s.mux.Handle("POST "+api.PathDropDatabase, s.authed(s.dropDatabase))
 	return s, nil
 }

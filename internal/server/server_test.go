@@ -53,6 +53,10 @@ func (f *fakeLibrary) Extend(ctx context.Context, address, key, ttl string) (*ap
 	return &in, nil
 }
 
+func (f *fakeLibrary) Fork(ctx context.Context, address string, o sandboxer.ForkOptions) (*api.ForkResult, error) {
+	return nil, &api.Error{Code: api.CodeNotFound, Message: address + " is not provisioned; request it first"}
+}
+
 func (f *fakeLibrary) Database(ctx context.Context, address string, o sandboxer.DatabaseOptions) (*api.Sandbox, error) {
 	return &api.Sandbox{Address: address + `["sbx-databases"]`, Env: map[string]string{"SANDBOXER_POSTGRES_DB": "sbxt_1", "SANDBOXER_POSTGRES_PASSWORD": "pw"}}, nil
 }

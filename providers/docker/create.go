@@ -38,6 +38,10 @@ type build struct {
 	creds      map[string]state.Credentials
 	available  map[string][]string
 	versions   map[string]map[string]string
+
+	// fork, for a copy of a fork (fork.go): what its services start
+	// from instead of empty data; nil for an ordinary create.
+	fork *forkFrom
 }
 
 // addSecrets and scrubText share the scrubber between the services'
@@ -81,6 +85,11 @@ func (b *build) done(service string, c state.Credentials, available map[string]s
 // labelled with it can only be leftovers of an interrupted Create (state is
 // written after Create returns), so they are removed first.
 func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.Created, error) {
+	return p.create1(ctx, req, nil)
+}
+
+// create1 is Create, of a fork's copy when from is not nil.
+func (p *Provider) create1(ctx context.Context, req apply.CreateRequest, from *forkFrom) (*apply.Created, error) {
 	images, err := kit.ValidateRequest(req, p.cat, p.cfg, p.CADir)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", req.Address, err)
@@ -94,6 +103,7 @@ func (p *Provider) Create(ctx context.Context, req apply.CreateRequest) (*apply.
 		creds:      map[string]state.Credentials{},
 		available:  map[string][]string{},
 		versions:   map[string]map[string]string{},
+		fork:       from,
 	}
 	creds, err := p.newCredentials(req.Features.Services(), req.Database)
 	if err != nil {

@@ -72,3 +72,8 @@ func (r containerRunner) Exec(ctx context.Context, user string, cmd []string, st
 func (r containerRunner) CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error {
 	return r.p.copyIn(ctx, r.id, dir, files, inline)
 }
+
+// ExecStdin is contract.StdinRunner's exec with input.
+func (r containerRunner) ExecStdin(ctx context.Context, user string, cmd []string, stdin io.Reader, stdout io.Writer) error {
+	return r.p.execStdin(ctx, r.id, user, cmd, stdin, stdout)
+}

@@ -19,8 +19,14 @@ import (
 // reach their servers over the container's local socket, where the images
 // trust local connections, so no password is needed at all.
 func (p *Provider) execIn(ctx context.Context, id, user string, cmd []string, stdout io.Writer) error {
+	return p.execStdin(ctx, id, user, cmd, nil, stdout)
+}
+
+// execStdin is execIn with stdin as the command's input (nil: none); the
+// input's end closes the command's.
+func (p *Provider) execStdin(ctx context.Context, id, user string, cmd []string, stdin io.Reader, stdout io.Writer) error {
 	ex, err := p.cli.ContainerExecCreate(ctx, id, container.ExecOptions{
-		User: user, Cmd: cmd, AttachStdout: true, AttachStderr: true,
+		User: user, Cmd: cmd, AttachStdout: true, AttachStderr: true, AttachStdin: stdin != nil,
 	})
 	if err != nil {
 		return p.engineErr("exec "+cmd[0]+" in container "+shortID(id), err)
@@ -32,6 +38,12 @@ func (p *Provider) execIn(ctx context.Context, id, user string, cmd []string, st
 	defer att.Close()
 	if stdout == nil {
 		stdout = io.Discard
+	}
+	if stdin != nil {
+		go func() {
+			_, _ = io.Copy(att.Conn, stdin)
+			_ = att.CloseWrite()
+		}()
 	}
 	var stderr kit.TailBuffer
 	done := make(chan error, 1)

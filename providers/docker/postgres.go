@@ -79,7 +79,14 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		tlsFiles = append(t.files(), postgresHBA())
 	}
 	var conn *pgx.Conn
-	if p.templatesOn(facts.Owner) {
+	if b.fork != nil {
+		// A fork's copy starts from the source's data (fork.go).
+		var ep []string
+		if ii.Config != nil {
+			ep = ii.Config.Entrypoint
+		}
+		conn, c, err = p.startPostgresFromFork(ctx, b, c, spec, facts.Owner, ep, pgdata, tlsFiles)
+	} else if p.templatesOn(facts.Owner) {
 		initSQL := pgsvc.TemplateInitScript(c, feats, p.cat.Allowed("postgres"))
 		tb := templateBuild{ref: img.Ref, ii: ii, owner: facts.Owner, env: env, cmd: initCmd, init: initSQL, admin: c.AdminUser,
 			key: templateKey(p.templateSalt, ii.ID, facts.Owner, sortedEnv(env), append(slices.Clone(initCmd), string(initSQL)))}

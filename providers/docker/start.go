@@ -46,6 +46,16 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 		// from a template (postgres.go).
 		return fmt.Errorf("service %s keeps data, which the docker provider places only for postgres", svc)
 	}
+	var forker services.Forker
+	if b.fork != nil {
+		// A fork's copy starts from the source's captured data (fork.go).
+		f, ok := s.(services.Forker)
+		if !ok {
+			return fmt.Errorf("service %s cannot be forked", svc)
+		}
+		forker = f
+		st.Args = append(st.Args, f.ForkArgs(forkDir, b.fork.copies[svc])...)
+	}
 	b.addSecrets(st.Derived...)
 	port := nat.Port(fmt.Sprintf("%d/tcp", s.Port()))
 	spec := containerSpec{Service: svc, Image: img.Ref, Cmd: st.Args, Env: st.Env, Port: port, Tmpfs: tmpfsMounts(ii)}
@@ -69,6 +79,11 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 	}
 	if err := p.copyFiles(ctx, id, facts.Owner, files...); err != nil {
 		return fmt.Errorf("copy files into %s: %w", name, err)
+	}
+	if forker != nil {
+		if err := p.copyForked(ctx, b.fork, svc, id); err != nil {
+			return err
+		}
 	}
 	if c.Port, err = p.startContainer(ctx, b, svc, id, name, port); err != nil {
 		return err

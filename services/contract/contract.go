@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"time"
 
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
@@ -142,4 +143,51 @@ type ModuleLoader interface {
 	// ModulesHint says how to make a missing module available, for a
 	// runtime's provider block label ("docker", "kubernetes").
 	ModulesHint(runtime string) string
+}
+
+// StdinRunner is a Runner that can also feed a command's standard
+// input: a command that must end when the runtime is gone (the input's
+// end) reads it. The Docker runtime's exec implements it.
+type StdinRunner interface {
+	Runner
+	// ExecStdin runs cmd as user with stdin as its input; stdout, when
+	// not nil, receives its output as it comes.
+	ExecStdin(ctx context.Context, user string, cmd []string, stdin io.Reader, stdout io.Writer) error
+}
+
+// Forker is a service whose running data a runtime can copy at the file
+// level from one instant (sandboxer fork): the copies start from the
+// captured files and recover as from a crash, so every transaction
+// committed before the capture is in them and none after. A runtime asks
+// for this interface instead of branching on a service's name.
+type Forker interface {
+	// ForkSize is how many bytes in's data takes: a copy needs as much,
+	// and the capture as much again while it is staged.
+	ForkSize(ctx context.Context, in Instance) (int64, error)
+	// ForkCapture captures in's data at one instant under stage (a name
+	// unique to the fork, letters, digits and '-'), calling during (when
+	// not nil) while the data stands still, so the other services of the
+	// instance are captured at the same instant. Writers are held at most
+	// from that instant until it returns; never after, even when it
+	// fails or the runtime goes away.
+	ForkCapture(ctx context.Context, in Instance, stage string, during func(context.Context) error) (ForkCopy, error)
+	// ForkClean removes what ForkCapture left in the source; safe to
+	// repeat.
+	ForkClean(ctx context.Context, in Instance, stage string, c ForkCopy) error
+	// ForkArgs are what a copy's start adds to its arguments, so that it
+	// starts from c's file copied into dir (nil: the runtime starts the
+	// copy from the data directory itself, as PostgreSQL's).
+	ForkArgs(dir string, c ForkCopy) []string
+}
+
+// ForkCopy is one service's captured data in the source's container.
+type ForkCopy struct {
+	// Path is the file or directory to copy into each copy's container.
+	Path string
+	// Method is how it was captured: "reflink" (a clone of the data
+	// directory's files), "memory" (a copy within a tmpfs), "copy" (a
+	// file copy of the data directory), "rdb" (a fork-time save).
+	Method string
+	// Held is how long the instance's writers were held.
+	Held time.Duration
 }

@@ -147,10 +147,17 @@ fi
 // script with TemplateDamaged when it cannot), then the sessions, then
 // exec the arguments.
 func templateStart(fill string, sessions []Session, sessionFiles []string, serverArgs []string) []byte {
+	return startScript(`[ -s "$PGDATA/PG_VERSION" ]`, fill, sessions, sessionFiles, serverArgs, "")
+}
+
+// startScript is a start script: when restarted (the test started is
+// true) exec the arguments; else fill $PGDATA, run the sessions, run
+// done, and exec the arguments.
+func startScript(started, fill string, sessions []Session, sessionFiles []string, serverArgs []string, done string) []byte {
 	var b strings.Builder
 	b.WriteString(`# Written by sandboxer: start PostgreSQL from a copy of a template data directory.
 set -eu
-if [ -s "$PGDATA/PG_VERSION" ]; then
+if ` + started + `; then
 	# A restarted container whose data directory outlived it (a volume):
 	# it is this sandbox's already.
 	exec "$@"
@@ -180,6 +187,7 @@ single() {
 	for i, s := range sessions {
 		fmt.Fprintf(&b, "single %s %s\n", shellQuote(s.Database), shellQuote(sessionFiles[i]))
 	}
+	b.WriteString(done)
 	b.WriteString("rm -f /tmp/sandboxer-single.log\nexec \"$@\"\n")
 	return []byte(b.String())
 }

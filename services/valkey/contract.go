@@ -79,3 +79,19 @@ func (Service) FeatureVersion(loaded map[string]string, feature string) (string,
 func (Service) ModulesHint(runtime string) string {
 	return redis.ModulesHint(runtime, Name, "valkey/valkey-bundle:8")
 }
+
+// Forks are Redis's (a BGSAVE's RDB file; redis.ForkCapture).
+
+func (Service) ForkSize(ctx context.Context, in contract.Instance) (int64, error) {
+	return redis.ForkSize(ctx, in.Creds)
+}
+
+func (Service) ForkCapture(ctx context.Context, in contract.Instance, _ string, during func(context.Context) error) (contract.ForkCopy, error) {
+	return redis.ForkCapture(ctx, in.Creds, during)
+}
+
+func (Service) ForkClean(ctx context.Context, in contract.Instance, _ string, c contract.ForkCopy) error {
+	return redis.ForkClean(ctx, in.Run, Service{}.Account(), c)
+}
+
+func (Service) ForkArgs(dir string, c contract.ForkCopy) []string { return redis.ForkArgs(dir, c) }

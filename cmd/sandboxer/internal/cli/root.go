@@ -126,6 +126,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newRequestCmd(f, nil),
 		newReleaseCmd(f, nil),
 		newExtendCmd(f, nil),
+		newForkCmd(f, nil),
 		newReapCmd(f, nil),
 		newServeCmd(f, nil),
 		newMCPCmd(f, nil),

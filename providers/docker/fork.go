@@ -1,0 +1,329 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/services"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+var _ apply.Forker = (*Provider)(nil)
+
+// forkDir is where a copy's container receives the captured data
+// before it starts: its own layer, which exists before the container
+// runs (a tmpfs data directory does not), from where the start moves
+// the data into place (PostgreSQL, ForkStartScript) or reads it (an RDB
+// file, services.Forker.ForkArgs).
+const forkDir = "/tmp"
+
+// forkFrom is what the copies of one fork start from: the source's
+// container and captured data per service.
+type forkFrom struct {
+	src    map[string]string // service → source container id
+	copies map[string]services.ForkCopy
+}
+
+// Fork captures src's data at one instant and starts one instance per
+// request from it, all at once (see services.Forker for the capture).
+// Each copy is a Create in all but its data: its own credentials, TLS
+// material and containers, labelled with its own address. On any
+// failure every copy made so far is removed; the capture's stage in the
+// source is removed in all cases.
+func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.CreateRequest) (*apply.Forked, error) {
+	if len(reqs) == 0 {
+		return nil, errors.New("fork: no copies asked for")
+	}
+	scrub := redact.ForRecord(src)
+	type part struct {
+		svc string
+		f   services.Forker
+		in  services.Instance
+	}
+	var parts []part
+	images := map[string]string{}
+	for _, svc := range src.Services {
+		s, ok := services.Lookup(svc)
+		if !ok {
+			return nil, fmt.Errorf("fork %s: service %s is not supported by the docker provider", src.Address, svc)
+		}
+		f, ok := s.(services.Forker)
+		if !ok {
+			return nil, fmt.Errorf("fork %s: service %s cannot be forked", src.Address, svc)
+		}
+		id, c, err := serviceOf(src, svc)
+		if err != nil {
+			return nil, fmt.Errorf("fork %s: %w", src.Address, err)
+		}
+		ci, err := p.cli.ContainerInspect(ctx, id)
+		if err != nil {
+			return nil, p.engineErr("inspect the "+svc+" container of "+src.Address, err)
+		}
+		if ci.State == nil || !ci.State.Running || ci.Config == nil {
+			return nil, fmt.Errorf("fork %s: its %s container is not running: %w", src.Address, svc, apply.ErrNotFound)
+		}
+		images[svc] = ci.Config.Image
+		parts = append(parts, part{svc: svc, f: f, in: services.Instance{Run: containerRunner{p: p, id: id}, Creds: c,
+			Features: src.Features[svc], Allowed: p.cat.Allowed(svc)}})
+	}
+	// The service that holds its writers goes first, so the others are
+	// captured inside its hold (services.StartRank: PostgreSQL first).
+	slices.SortStableFunc(parts, func(a, b part) int { return services.StartRank(a.svc) - services.StartRank(b.svc) })
+
+	var total int64
+	for _, pt := range parts {
+		n, err := pt.f.ForkSize(ctx, pt.in)
+		if err != nil {
+			return nil, scrub.Err(fmt.Errorf("fork %s: %s: %w", src.Address, pt.svc, err))
+		}
+		total += n
+	}
+	if err := p.checkForkRoom(ctx, parts[0].in.Run, total, len(reqs)); err != nil {
+		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
+	}
+
+	stage, err := forkStage()
+	if err != nil {
+		return nil, err
+	}
+	from := &forkFrom{src: map[string]string{}, copies: map[string]services.ForkCopy{}}
+	var mu sync.Mutex
+	var capture func(i int) func(context.Context) error
+	capture = func(i int) func(context.Context) error {
+		if i == len(parts) {
+			return nil
+		}
+		return func(ctx context.Context) error {
+			pt := parts[i]
+			c, err := pt.f.ForkCapture(ctx, pt.in, stage, capture(i+1))
+			mu.Lock()
+			from.copies[pt.svc] = c
+			mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("capture %s: %w", pt.svc, err)
+			}
+			return nil
+		}
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		for _, pt := range parts {
+			_ = pt.f.ForkClean(cctx, pt.in, stage, from.copies[pt.svc])
+		}
+	}()
+	if err := capture(0)(ctx); err != nil {
+		return nil, scrub.Err(fmt.Errorf("fork %s: %w", src.Address, err))
+	}
+	out := &apply.Forked{Created: make([]*apply.Created, len(reqs)), Methods: map[string]string{}, Bytes: total}
+	for _, pt := range parts {
+		id, _, _ := serviceOf(src, pt.svc)
+		from.src[pt.svc] = id
+		out.Methods[pt.svc] = from.copies[pt.svc].Method
+		out.Held = max(out.Held, from.copies[pt.svc].Held)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	for i, req := range reqs {
+		req.Images = maps.Clone(images)
+		g.Go(func() error {
+			made, err := p.create1(gctx, req, from)
+			out.Created[i] = made
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		for i, made := range out.Created {
+			if made == nil {
+				continue
+			}
+			rec := &state.Record{Address: reqs[i].Address, Resources: made.Resources, Credentials: made.Credentials}
+			if derr := p.Delete(cctx, rec); derr != nil {
+				err = errors.Join(err, fmt.Errorf("remove copy %s (sandboxer reap finds it by its labels): %w", reqs[i].Address, derr))
+			}
+		}
+		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
+	}
+	return out, nil
+}
+
+// forkStage is a new fork's stage name.
+func forkStage() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "fork-" + hex.EncodeToString(b), nil
+}
+
+// ForkRoomError says a fork was refused before anything started: the
+// engine's host lacks the disk or memory its copies need.
+type ForkRoomError struct{ Msg string }
+
+func (e *ForkRoomError) Error() string { return e.Msg }
+
+// Unwrap makes the refusal apply.ErrNoRoom.
+func (e *ForkRoomError) Unwrap() error { return apply.ErrNoRoom }
+
+// checkForkRoom checks, before anything starts, that the engine's host
+// has the room a fork of n copies of bytes needs: the stage beside the
+// source's data and each copy's data directory (disk for volume
+// storage, memory for tmpfs). It asks
+// the source's container (df of its layer, /proc/meminfo), which sees
+// the engine's host.
+func (p *Provider) checkForkRoom(ctx context.Context, run services.Runner, bytes int64, n int) error {
+	var out strings.Builder
+	if err := run.Exec(ctx, "", []string{"sh", "-c", `df -Pk ` + forkDir + ` | awk 'NR==2 {print $4}'; awk '/^MemAvailable:/ {print $2}' /proc/meminfo`}, &out); err != nil {
+		return fmt.Errorf("measure the host's free disk and memory: %w", err)
+	}
+	f := strings.Fields(out.String())
+	if len(f) != 2 {
+		return fmt.Errorf("measure the host's free disk and memory: got %q", out.String())
+	}
+	diskKB, err1 := strconv.ParseInt(f[0], 10, 64)
+	memKB, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("measure the host's free disk and memory: got %q", out.String())
+	}
+	// 10% and 256 MiB of headroom: the engine and the copies' servers
+	// need some too.
+	need := func(b int64) int64 {
+		if b == 0 {
+			return 0
+		}
+		return b + b/10 + 256<<20
+	}
+	// The stage beside the source's data and each copy's data directory,
+	// on disk for volume storage, in memory for a tmpfs.
+	var disk, mem int64
+	if p.cfg.Storage == config.StorageTmpfs {
+		mem = int64(n+1) * bytes
+	} else {
+		disk = int64(n+1) * bytes
+	}
+	if need(disk) > diskKB*1024 {
+		return &ForkRoomError{Msg: fmt.Sprintf("not enough disk for %d copies of %s: they need about %s, the engine's host has %s free; fork fewer copies or free disk",
+			n, mib(bytes), mib(need(disk)), mib(diskKB*1024))}
+	}
+	if need(mem) > memKB*1024 {
+		return &ForkRoomError{Msg: fmt.Sprintf("not enough memory for %d copies of %s: they need about %s, the engine's host has %s available; fork fewer copies",
+			n, mib(bytes), mib(need(mem)), mib(memKB*1024))}
+	}
+	return nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%d MiB", (b+(1<<20)-1)>>20) }
+
+// copyForked copies svc's captured data from the source's container into
+// the copy's container id (created, not started), under forkDir: a tar
+// stream out of an exec in the source (the engine's archive API does not
+// see into a tmpfs, an exec does), into the engine's archive API of the
+// copy, which unpacks it into the copy's layer.
+func (p *Provider) copyForked(ctx context.Context, from *forkFrom, svc, id string) error {
+	c, ok := from.copies[svc]
+	if !ok {
+		return fmt.Errorf("no captured data for %s", svc)
+	}
+	s, ok := services.Lookup(svc)
+	if !ok {
+		return fmt.Errorf("service %s is not supported by the docker provider", svc)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		err := p.execIn(ctx, from.src[svc], s.Account(), []string{"tar", "-c", "-f", "-", "-C", path.Dir(c.Path), path.Base(c.Path)}, pw)
+		pw.CloseWithError(err)
+	}()
+	err := p.cli.CopyToContainer(ctx, id, forkDir, pr, container.CopyToContainerOptions{})
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return p.engineErr("copy the captured "+svc+" data into container "+shortID(id), err)
+	}
+	return nil
+}
+
+// startPostgresFromFork starts a copy's PostgreSQL from the captured
+// data directory: ForkStartScript moves it into the copy's data
+// directory, recovers it and sets the copy's passwords in single-user
+// mode before the image's entrypoint starts the server.
+func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.Credentials,
+	spec containerSpec, owner fileOwner, ep []string, pgdata string, tlsFiles []containerFile) (*pgx.Conn, state.Credentials, error) {
+	adminVerifier, err := scramVerifier(c.AdminPassword.Reveal())
+	if err != nil {
+		return nil, c, err
+	}
+	b.addSecrets(state.Secret(adminVerifier))
+	if p.onSecrets != nil {
+		p.onSecrets(adminVerifier)
+	}
+	sessions := pgsvc.TemplateSessions(c, adminVerifier, b.pgVerifier)
+	names := make([]string, len(sessions))
+	files := make([]containerFile, 0, len(sessions)+1+len(tlsFiles))
+	for i, s := range sessions {
+		names[i] = secretPath(fmt.Sprintf("pg-session-%d.sql", i+1))
+		files = append(files, containerFile{Path: names[i], Content: s.SQL, Mode: 0o400})
+	}
+	script := pgsvc.ForkStartScript(sessions, names, pgsvc.SingleUserArgs(spec.Cmd))
+	files = append(files, containerFile{Path: secretPath(templateStartScript), Content: script, Mode: 0o444})
+	files = append(files, tlsFiles...)
+
+	fs := spec
+	fs.User = fmt.Sprintf("%d:%d", owner.UID, owner.GID)
+	fs.Entrypoint = []string{"/bin/sh", secretPath(templateStartScript)}
+	fs.Cmd = append(slices.Clone(ep), spec.Cmd...)
+	fs.Env = []string{"PGDATA=" + pgdata}
+	for _, e := range spec.Env {
+		if !strings.HasPrefix(e, "POSTGRES_PASSWORD_FILE=") {
+			fs.Env = append(fs.Env, e)
+		}
+	}
+	fs.Tmpfs = map[string]string{}
+	for dir, opts := range spec.Tmpfs {
+		if below(pgdata, dir) {
+			opts = fmt.Sprintf("uid=%d,gid=%d,mode=0700", owner.UID, owner.GID)
+		}
+		fs.Tmpfs[dir] = opts
+	}
+	id, name, err := p.createContainer(ctx, b, fs)
+	if err != nil {
+		return nil, c, err
+	}
+	if err := p.copyFiles(ctx, id, owner, files...); err != nil {
+		return nil, c, fmt.Errorf("copy credentials and start script into %s: %w", name, err)
+	}
+	if c.Port, err = p.startContainer(ctx, b, "postgres", id, name, postgresPort); err != nil {
+		return nil, c, err
+	}
+	// The start script waits for the data: streamed from the source's
+	// stage straight into the copy's data directory (volume or tmpfs).
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(p.execIn(ctx, b.fork.src["postgres"], pgsvc.OSUser, pgsvc.ForkCaptureCommand(b.fork.copies["postgres"].Path), pw))
+	}()
+	err = p.execStdin(ctx, id, pgsvc.OSUser, pgsvc.ForkFillCommand(), pr, nil)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return nil, c, fmt.Errorf("fill the data directory of %s: %w", name, err)
+	}
+	conn, err := p.awaitPostgres(ctx, id, c)
+	return conn, c, err
+}

@@ -1,0 +1,303 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sandboxer/sandboxer/apply"
+	"github.com/sandboxer/sandboxer/config"
+	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
+	redissvc "github.com/sandboxer/sandboxer/services/redis"
+	"github.com/sandboxer/sandboxer/state"
+)
+
+// pgConn logs in as c's app user.
+func pgConn(ctx context.Context, t testing.TB, c state.Credentials) *pgx.Conn {
+	t.Helper()
+	tlsConf, err := c.ClientTLS(c.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgsvc.Connect(ctx, c.Host, c.Port, c.User, c.Password, c.Database, tlsConf)
+	if err != nil {
+		t.Fatalf("connect to postgres on port %d: %v", c.Port, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// forkSource creates a postgres+redis instance holding a table, a
+// sequence and keys with and without a TTL.
+func forkSource(ctx context.Context, t *testing.T, p *Provider, lineage string, publish config.Publish) (*state.Record, *pgx.Conn) {
+	t.Helper()
+	req := apply.CreateRequest{Address: `sandbox.fk["src"]`, Lineage: lineage, Generation: 1,
+		Features: config.FeatureSet{"postgres": {}, "redis": {}}, Publish: publish}
+	made, err := p.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("Create source: %v", err)
+	}
+	src := recordFor(req, made)
+	src.Reach = state.Reach{PublishAddress: publish.Address, AdvertiseHost: publish.AdvertiseHost, TLS: publish.TLS}
+	conn := pgConn(ctx, t, made.Credentials["postgres"])
+	for _, q := range []string{
+		`CREATE TABLE rows (id bigserial PRIMARY KEY, v text NOT NULL)`,
+		`CREATE SEQUENCE tick START 100`,
+		`SELECT nextval('tick')`,
+		`INSERT INTO rows (v) SELECT md5(i::text) FROM generate_series(1, 1000) i`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rc := made.Credentials["redis"]
+	tlsConf, _ := rc.ClientTLS(rc.Host)
+	rdb := redissvc.Client(rc.Host, rc.Port, rc.User, rc.Password, tlsConf)
+	defer rdb.Close()
+	if err := rdb.Set(ctx, "keep", "forever", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "brief", "an hour", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return src, conn
+}
+
+func forkReqs(lineage string, src *state.Record, n int) []apply.CreateRequest {
+	reqs := make([]apply.CreateRequest, n)
+	pub := config.Publish{Address: src.Reach.PublishAddress, AdvertiseHost: src.Reach.AdvertiseHost, TLS: src.Reach.TLS}
+	if pub.Address == "" {
+		pub = config.DefaultPublish()
+	}
+	for i := range reqs {
+		reqs[i] = apply.CreateRequest{Address: fmt.Sprintf(`sandbox.fk["copy-%d"]`, i+1), Lineage: lineage, Generation: 1,
+			Features: src.Features, Database: src.Credentials["postgres"].Database, Publish: pub}
+	}
+	return reqs
+}
+
+// TestForkWithWriter forks a postgres+redis instance into three copies
+// while a writer commits rows one by one: every row committed before
+// the fork began is in every copy, none begun after it returned; the
+// copies have the keys with their TTLs, their own credentials, and do
+// not let one another's in. The writer's longest wait is the hold-up.
+func TestForkWithWriter(t *testing.T) {
+	for _, storage := range []string{config.StorageVolume, config.StorageTmpfs} {
+		t.Run(storage, func(t *testing.T) {
+			p, secrets := newTestProvider(t)
+			p.cfg.Storage = storage
+			lineage := newLineage(t, p)
+			ctx := context.Background()
+			src, _ := forkSource(ctx, t, p, lineage, config.Publish{})
+
+			// The writer: one committed INSERT after another, each
+			// noted with when it began and ended.
+			wconn := pgConn(ctx, t, src.Credentials["postgres"])
+			type write struct {
+				id         int64
+				began, end time.Time
+			}
+			var (
+				mu     sync.Mutex
+				writes []write
+				stop   = make(chan struct{})
+				wdone  = make(chan error, 1)
+			)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						wdone <- nil
+						return
+					default:
+					}
+					began := time.Now()
+					var id int64
+					if err := wconn.QueryRow(ctx, `INSERT INTO rows (v) VALUES ('w') RETURNING id`).Scan(&id); err != nil {
+						wdone <- err
+						return
+					}
+					mu.Lock()
+					writes = append(writes, write{id, began, time.Now()})
+					mu.Unlock()
+				}
+			}()
+			time.Sleep(300 * time.Millisecond)
+			forkBegan := time.Now()
+			forked, err := p.Fork(ctx, src, forkReqs(lineage, src, 3))
+			forkEnded := time.Now()
+			secrets.assertClean(t, err)
+			if err != nil {
+				close(stop)
+				<-wdone
+				t.Fatalf("Fork: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			close(stop)
+			if err := <-wdone; err != nil {
+				t.Fatalf("writer: %v", err)
+			}
+			var maxWait time.Duration
+			var before, after []int64
+			for _, w := range writes {
+				maxWait = max(maxWait, w.end.Sub(w.began))
+				if w.end.Before(forkBegan) {
+					before = append(before, w.id)
+				}
+				if w.began.After(forkEnded) {
+					after = append(after, w.id)
+				}
+			}
+			t.Logf("%s: fork of %d bytes into 3 copies in %s, methods %v, held %s; the writer's longest wait %s; %d writes before, %d after",
+				storage, forked.Bytes, forkEnded.Sub(forkBegan).Round(time.Millisecond), forked.Methods, forked.Held.Round(time.Millisecond),
+				maxWait.Round(time.Millisecond), len(before), len(after))
+			if len(before) == 0 || len(after) == 0 {
+				t.Fatalf("the writer wrote %d rows before the fork and %d after; the test proves nothing", len(before), len(after))
+			}
+			wantMethod := map[string]string{config.StorageVolume: "copy", config.StorageTmpfs: "memory"}[storage]
+			if m := forked.Methods["postgres"]; m != wantMethod && m != "reflink" {
+				t.Errorf("postgres method %q, want %q", m, wantMethod)
+			}
+			if forked.Methods["redis"] != "rdb" {
+				t.Errorf("redis method %q, want rdb", forked.Methods["redis"])
+			}
+
+			seen := map[string]bool{}
+			for _, c := range src.Credentials {
+				seen[c.Password.Reveal()] = true
+				seen[c.AdminPassword.Reveal()] = true
+			}
+			for i, made := range forked.Created {
+				req := forkReqs(lineage, src, 3)[i]
+				rec := recordFor(req, made)
+				t.Cleanup(func() { _ = p.Delete(context.Background(), rec) })
+				for svc, c := range made.Credentials {
+					for _, pw := range []string{c.Password.Reveal(), c.AdminPassword.Reveal()} {
+						if seen[pw] {
+							t.Errorf("copy %d: %s shares a password with the source or another copy", i+1, svc)
+						}
+						seen[pw] = true
+					}
+				}
+				pc := made.Credentials["postgres"]
+				conn := pgConn(ctx, t, pc)
+				var n, maxID int64
+				if err := conn.QueryRow(ctx, `SELECT count(*), max(id) FROM rows`).Scan(&n, &maxID); err != nil {
+					t.Fatalf("copy %d: %v", i+1, err)
+				}
+				var missing, extra int
+				for _, id := range before {
+					var ok bool
+					_ = conn.QueryRow(ctx, `SELECT true FROM rows WHERE id = $1`, id).Scan(&ok)
+					if !ok {
+						missing++
+					}
+				}
+				for _, id := range after {
+					var ok bool
+					_ = conn.QueryRow(ctx, `SELECT true FROM rows WHERE id = $1`, id).Scan(&ok)
+					if ok {
+						extra++
+					}
+				}
+				if missing > 0 || extra > 0 {
+					t.Errorf("copy %d: %d rows committed before the fork are missing, %d begun after it are present", i+1, missing, extra)
+				}
+				var next int64
+				if err := conn.QueryRow(ctx, `SELECT nextval('tick')`).Scan(&next); err != nil || next <= 100 {
+					t.Errorf("copy %d: the sequence says %d (%v), want past 100", i+1, next, err)
+				}
+				// It writes on its own.
+				if _, err := conn.Exec(ctx, `INSERT INTO rows (v) VALUES ('copy')`); err != nil {
+					t.Errorf("copy %d: insert: %v", i+1, err)
+				}
+				rc := made.Credentials["redis"]
+				rdb := redissvc.Client(rc.Host, rc.Port, rc.User, rc.Password, nil)
+				if v, err := rdb.Get(ctx, "keep").Result(); err != nil || v != "forever" {
+					t.Errorf("copy %d: redis keep = %q, %v", i+1, v, err)
+				}
+				if ttl, err := rdb.TTL(ctx, "brief").Result(); err != nil || ttl <= 50*time.Minute || ttl > time.Hour {
+					t.Errorf("copy %d: redis brief's TTL = %s, %v; want just under an hour", i+1, ttl, err)
+				}
+				rdb.Close()
+				// The source's and the other copies' passwords do not
+				// open this copy.
+				others := []state.Credentials{src.Credentials["postgres"]}
+				for j, o := range forked.Created {
+					if j != i {
+						others = append(others, o.Credentials["postgres"])
+					}
+				}
+				for _, o := range others {
+					if c, err := pgsvc.Connect(ctx, pc.Host, pc.Port, o.User, o.Password, pc.Database, nil); err == nil {
+						c.Close(ctx)
+						t.Errorf("copy %d lets another instance's password in", i+1)
+					}
+				}
+			}
+			// The source goes on, with its own rows only.
+			var n int64
+			if err := wconn.QueryRow(ctx, `SELECT count(*) FROM rows WHERE v = 'copy'`).Scan(&n); err != nil || n != 0 {
+				t.Errorf("source: %d rows written in copies (%v)", n, err)
+			}
+		})
+	}
+}
+
+// TestForkTLS forks a sandbox published with TLS: the copy has a CA of
+// its own (not the source's), serves TLS with it, and the source's CA
+// does not verify the copy's server.
+func TestForkTLS(t *testing.T) {
+	p, secrets := newTestProvider(t)
+	p.ReadyTimeout = loadedReadyTimeout
+	p.ProbeTimeout = 30 * time.Second
+	p.CADir = t.TempDir()
+	lineage := newLineage(t, p)
+	ip := hostAddress(t)
+	ctx := context.Background()
+	src, _ := forkSource(ctx, t, p, lineage, config.Publish{Address: ip, AdvertiseHost: ip, TLS: true})
+	defer p.Delete(ctx, src)
+	forked, err := p.Fork(ctx, src, forkReqs(lineage, src, 1))
+	secrets.assertClean(t, err)
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	cp := recordFor(forkReqs(lineage, src, 1)[0], forked.Created[0])
+	defer p.Delete(ctx, cp)
+	for _, svc := range []string{"postgres", "redis"} {
+		s, c := src.Credentials[svc], cp.Credentials[svc]
+		if c.CA == "" || c.CA == s.CA || c.CAFile == s.CAFile {
+			t.Errorf("%s: the copy's CA is missing or the source's", svc)
+		}
+	}
+	pc := cp.Credentials["postgres"]
+	conn := pgConn(ctx, t, pc) // verify-full against the copy's own CA
+	var ssl bool
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl); err != nil || !ssl {
+		t.Errorf("the copy's connection is not TLS (ssl=%v, err=%v)", ssl, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM rows").Scan(&n); err != nil || n != 1000 {
+		t.Errorf("the copy holds %d rows (%v), want 1000", n, err)
+	}
+	// The source's CA does not vouch for the copy.
+	srcTLS, err := src.Credentials["postgres"].ClientTLS(pc.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := pgsvc.Connect(ctx, pc.Host, pc.Port, pc.User, pc.Password, pc.Database, srcTLS); err == nil {
+		c.Close(ctx)
+		t.Error("the source's CA verified the copy's server")
+	}
+	rc := cp.Credentials["redis"]
+	rcTLS, _ := rc.ClientTLS(rc.Host)
+	rdb := redissvc.Client(rc.Host, rc.Port, rc.User, rc.Password, rcTLS)
+	defer rdb.Close()
+	if v, err := rdb.Get(ctx, "keep").Result(); err != nil || v != "forever" {
+		t.Errorf("the copy's redis over TLS: %q, %v", v, err)
+	}
+}

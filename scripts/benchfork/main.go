@@ -1,0 +1,260 @@
+// Command benchfork measures `sandboxer fork` beside the two ways to get
+// the same copies without it, on the same source, in one run (issue 32):
+//
+//   - fork: `sandboxer fork --count N` (one capture, N copies at once);
+//   - (a) today's way: `sandboxer snapshot`, then per copy a `request`
+//     and a `restore`, in series;
+//   - (b) the floor: a `cp -a` of the source's data directory N times
+//     (at once, inside its container) plus N PostgreSQL server starts on
+//     the copies (at once, inside the same container), until each
+//     answers pg_isready.
+//
+// The source is a postgres+redis on-demand sandbox holding -mib MiB
+// (nine tenths a PostgreSQL table, a tenth Redis keys). For each size
+// and count it prints the seconds of each side, the ratios fork/(a) and
+// fork/(b), the time per GiB and how long the source's writers were
+// held (the fork's held_ms; a writer on the source measures its own
+// longest wait too).
+//
+// Usage: go run ./scripts/benchfork [-bin bin/sandboxer] [-mib 100,1024] [-count 1,10] [-skip-a]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/sandboxer", "sandboxer binary")
+	sizes := flag.String("mib", "100,1024", "source sizes in MiB, comma-separated")
+	counts := flag.String("count", "1,10", "copies per fork, comma-separated")
+	skipA := flag.Bool("skip-a", false, "do not measure (a), snapshot + request + restore per copy (slow at 1 GiB)")
+	storage := flag.String("storage", "volume", "PostgreSQL's storage: volume or tmpfs")
+	flag.Parse()
+	abs, err := filepath.Abs(*bin)
+	check(err)
+	dir, err := os.MkdirTemp("", "sbx-bench-fork-")
+	check(err)
+	defer os.RemoveAll(dir)
+	cfg := `provider "docker" {
+  image "postgres" { ref = "sandboxer.local/postgres:17" }
+  image "redis"    { ref = "sandboxer.local/redis:7" }
+  memory_mb = 2048
+  storage   = "` + *storage + `"
+}
+project "bench" {
+  services = ["postgres", "redis"]
+}
+sandbox "agent" {
+  project   = project.bench
+  on_demand = true
+  ttl       = "2h"
+}
+`
+	check(os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(cfg), 0o600))
+	sbx := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(abs, append([]string{"--chdir", dir}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("%v: %v: %s", args, err, stderr.String())
+		}
+		return out, nil
+	}
+	release := func(key string) {
+		if _, err := sbx("release", "sandbox.agent", "--key", key); err != nil {
+			fmt.Fprintln(os.Stderr, "release:", err)
+		}
+	}
+	fmt.Printf("%-6s %-3s %9s %9s %9s %8s %8s %9s %8s %9s\n", "MiB", "N", "fork s", "(a) s", "(b) s", "fork/a", "fork/b", "s/GiB", "held ms", "wait ms")
+	for _, ms := range strings.Split(*sizes, ",") {
+		mibs, err := strconv.Atoi(strings.TrimSpace(ms))
+		check(err)
+		key := fmt.Sprintf("src-%d", mibs)
+		onExit = func() {
+			release(key)
+			os.RemoveAll(dir)
+		}
+		out, err := sbx("request", "sandbox.agent", "--key", key, "--json")
+		check(err)
+		env := envOf(out)
+		fill(env, mibs)
+		for _, cs := range strings.Split(*counts, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(cs))
+			check(err)
+			// The writer: one committed insert after another into a
+			// table of its own, its longest wait noted.
+			stop, waited := writer(env)
+			start := time.Now()
+			out, err := sbx("fork", "sandbox.agent", "--key", key, "--count", strconv.Itoa(n), "--to-key", fmt.Sprintf("f%d-%d", mibs, n), "--json")
+			forkS := time.Since(start).Seconds()
+			maxWait := stop()
+			check(err)
+			var res struct {
+				Sandboxes []struct{ Address string } `json:"sandboxes"`
+				HeldMS    int64                      `json:"held_ms"`
+				Bytes     int64                      `json:"bytes"`
+				Methods   map[string]string          `json:"methods"`
+			}
+			check(json.Unmarshal(out, &res))
+			_ = waited
+			for i := range res.Sandboxes {
+				release(fmt.Sprintf("f%d-%d-%d", mibs, n, i+1))
+			}
+			aS := 0.0
+			if !*skipA {
+				snap := fmt.Sprintf("b%d-%d-%d", mibs, n, time.Now().Unix())
+				start = time.Now()
+				_, err = sbx("snapshot", fmt.Sprintf("sandbox.agent[%q]", key), "--name", snap)
+				check(err)
+				for i := 1; i <= n; i++ {
+					k := fmt.Sprintf("a%d-%d-%d", mibs, n, i)
+					_, err = sbx("request", "sandbox.agent", "--key", k)
+					check(err)
+					_, err = sbx("restore", fmt.Sprintf("sandbox.agent[%q]", k), "--snapshot", snap)
+					check(err)
+				}
+				aS = time.Since(start).Seconds()
+				for i := 1; i <= n; i++ {
+					release(fmt.Sprintf("a%d-%d-%d", mibs, n, i))
+				}
+				_, _ = sbx("snapshot", "rm", snap)
+			}
+			bS := floor(key, n)
+			ratio := func(a, b float64) string {
+				if b == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.2f", a/b)
+			}
+			fmt.Printf("%-6d %-3d %9.1f %9.1f %9.1f %8s %8s %9.1f %8d %9d   %v\n", mibs, n, forkS, aS, bS, ratio(forkS, aS), ratio(forkS, bS),
+				forkS/(float64(res.Bytes)/(1<<30)), res.HeldMS, maxWait.Milliseconds(), res.Methods)
+		}
+		release(key)
+	}
+}
+
+// envOf is the env object of a request's JSON.
+func envOf(out []byte) map[string]string {
+	var r struct{ Env map[string]string }
+	check(json.Unmarshal(out, &r))
+	return r.Env
+}
+
+// fill puts mib MiB into the source: nine tenths a table, a tenth keys.
+func fill(env map[string]string, mib int) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, env["SANDBOXER_POSTGRES_URL"])
+	check(err)
+	defer conn.Close(ctx)
+	rows := mib * 9 / 10 * (1 << 20) / 300 // ~300 bytes a row on disk
+	_, err = conn.Exec(ctx, `CREATE TABLE big AS SELECT i AS id, repeat(md5(i::text), 7) AS v FROM generate_series(1, $1) i`, rows)
+	check(err)
+	_, err = conn.Exec(ctx, `CREATE TABLE w (id bigserial PRIMARY KEY, at timestamptz DEFAULT now())`)
+	check(err)
+	opt, err := redis.ParseURL(env["SANDBOXER_REDIS_URL"])
+	check(err)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	val := strings.Repeat("x", 1024)
+	keys := mib * (1 << 20) / 10 / 1024
+	for i := 0; i < keys; i += 1000 {
+		p := rdb.Pipeline()
+		for j := i; j < min(i+1000, keys); j++ {
+			p.Set(ctx, "k"+strconv.Itoa(j), val, 0)
+		}
+		_, err := p.Exec(ctx)
+		check(err)
+	}
+}
+
+// writer inserts into w until stopped; stop returns its longest wait.
+func writer(env map[string]string) (stop func() time.Duration, waited *time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := pgx.Connect(ctx, env["SANDBOXER_POSTGRES_URL"])
+	check(err)
+	var mu sync.Mutex
+	var longest time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			t := time.Now()
+			if _, err := conn.Exec(ctx, `INSERT INTO w DEFAULT VALUES`); err != nil {
+				return
+			}
+			mu.Lock()
+			longest = max(longest, time.Since(t))
+			mu.Unlock()
+		}
+	}()
+	return func() time.Duration {
+		cancel()
+		<-done
+		conn.Close(context.Background())
+		mu.Lock()
+		defer mu.Unlock()
+		return longest
+	}, &longest
+}
+
+// floor is (b): n copies of the source's data directory with cp, at
+// once, then n servers started on them, at once, until each answers
+// pg_isready; all inside the source's PostgreSQL container, then removed.
+func floor(key string, n int) float64 {
+	out, err := exec.Command("docker", "ps", "-q", "--filter", "label=dev.sandboxer.service=postgres",
+		"--filter", fmt.Sprintf("label=dev.sandboxer.address=sandbox.agent[%q]", key)).Output()
+	check(err)
+	id := strings.TrimSpace(string(out))
+	if id == "" || strings.Contains(id, "\n") {
+		fmt.Fprintf(os.Stderr, "floor: want one postgres container of %s, found %q\n", key, id)
+		return 0
+	}
+	script := fmt.Sprintf(`set -e
+n=%d
+i=1; while [ $i -le $n ]; do cp -a "$PGDATA" /tmp/floor-$i & i=$((i+1)); done; wait
+i=1; while [ $i -le $n ]; do rm -f /tmp/floor-$i/postmaster.pid; i=$((i+1)); done
+i=1; while [ $i -le $n ]; do pg_ctl -D /tmp/floor-$i -o "-p $((6000+i)) -k /tmp -c shared_buffers=16MB -c listen_addresses=''" -l /tmp/floor-$i.log start >/dev/null & i=$((i+1)); done; wait
+i=1; while [ $i -le $n ]; do until pg_isready -q -h /tmp -p $((6000+i)); do sleep 0.01; done; i=$((i+1)); done
+`, n)
+	cleanup := fmt.Sprintf(`n=%d; i=1; while [ $i -le $n ]; do pg_ctl -D /tmp/floor-$i -m immediate stop >/dev/null 2>&1; rm -rf /tmp/floor-$i /tmp/floor-$i.log; i=$((i+1)); done`, n)
+	start := time.Now()
+	cmd := exec.Command("docker", "exec", "-u", "postgres", id, "sh", "-c", script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	took := time.Since(start).Seconds()
+	_ = exec.Command("docker", "exec", "-u", "postgres", id, "sh", "-c", cleanup).Run()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "floor: %v: %s\n", err, stderr.String())
+		return 0
+	}
+	return took
+}
+
+// onExit is run before a failure exits: it releases what the run holds.
+var onExit func()
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchfork:", err)
+		if onExit != nil {
+			onExit()
+		}
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,277 @@
+package postgres
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxer/sandboxer/services/contract"
+)
+
+// Forks (sandboxer fork, issue 32). A running instance's data directory
+// is copied at the file level from one instant: a CHECKPOINT first (so
+// the copies' crash recovery replays little), then the data directory
+// is copied beside itself in two passes (a reflink clone where the
+// filesystem has them, a copy within memory on a tmpfs, a file copy
+// otherwise): every file while the server runs, then, with every
+// PostgreSQL process of the container stopped (SIGSTOP, from an exec as
+// the server's own user: no `docker pause`, so a tmpfs data directory
+// works too), again the files written or renamed since the first pass
+// began, and the files removed since dropped; then the processes go on
+// (SIGCONT). The hold is the second pass: it grows with what was
+// written during the first, not with the size. Stopped processes make
+// no write, so the copy is what a crash at that instant would leave:
+// every commit whose WAL the server had written is in it (CHECKPOINT
+// writes all WAL before it; synchronous_commit=off only delays the
+// write of later commits, which then began during the fork), none
+// after. The copies start from it (ForkStartScript) and recover as from
+// a crash, in single-user mode, before they set their own passwords.
+//
+// The script that holds the server ends the hold itself: it resumes
+// the processes when it exits, whatever ends it (its input closed when
+// the runtime goes away, a failed copy; a watchdog when it is killed),
+// so no fork leaves a source stopped.
+
+// stagePattern is what a fork's stage name may be: it is written into
+// shell scripts.
+var stagePattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
+
+// ForkStageDir is the stage's directory name inside the data directory.
+func ForkStageDir(stage string) string { return ".sbx-" + stage }
+
+// ForkSize is the size of the data directory, in bytes.
+func (Service) ForkSize(ctx context.Context, in contract.Instance) (int64, error) {
+	var out strings.Builder
+	if err := in.Run.Exec(ctx, OSUser, []string{"sh", "-c", `du -sk "$PGDATA" | cut -f 1`}, &out); err != nil {
+		return 0, fmt.Errorf("measure the data directory: %w", err)
+	}
+	kb, err := strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("measure the data directory: du said %q", strings.TrimSpace(out.String()))
+	}
+	return kb * 1024, nil
+}
+
+// ForkCapture checkpoints, stops the server's processes, copies the data
+// directory into ForkStageDir(stage) beside the data, runs during while
+// the processes are stopped, and resumes them.
+func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage string, during func(context.Context) error) (contract.ForkCopy, error) {
+	if !stagePattern.MatchString(stage) {
+		return contract.ForkCopy{}, fmt.Errorf("fork stage %q: want letters, digits and '-'", stage)
+	}
+	run, ok := in.Run.(contract.StdinRunner)
+	if !ok {
+		return contract.ForkCopy{}, errors.New("this runtime cannot hold PostgreSQL for a fork (no exec with input)")
+	}
+	c := in.Creds
+	conn, err := connectAs(ctx, c, c.AdminUser, c.AdminPassword, "postgres")
+	if err != nil {
+		return contract.ForkCopy{}, fmt.Errorf("connect as the admin: %w", err)
+	}
+	_, err = conn.Exec(ctx, "CHECKPOINT")
+	conn.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return contract.ForkCopy{}, fmt.Errorf("checkpoint: %w", err)
+	}
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run.ExecStdin(ctx, OSUser, []string{"sh", "-c", forkHoldScript(ForkStageDir(stage))}, inR, outW)
+		outW.CloseWithError(err)
+		done <- err
+	}()
+	var (
+		out       contract.ForkCopy
+		frozenAt  time.Time
+		duringErr error
+		lines     = bufio.NewScanner(outR)
+	)
+	for lines.Scan() {
+		f := strings.Fields(lines.Text())
+		switch {
+		case len(f) == 1 && f[0] == "frozen":
+			frozenAt = time.Now()
+			if during != nil {
+				duringErr = during(ctx)
+			}
+		case len(f) == 1 && f[0] == "resumed":
+			if !frozenAt.IsZero() {
+				out.Held = time.Since(frozenAt)
+			}
+		case len(f) == 2 && f[0] == "path":
+			out.Path = f[1]
+		case len(f) == 2 && f[0] == "method":
+			out.Method = f[1]
+			// The copy is made: let the script resume the server.
+			_ = inW.Close()
+		}
+	}
+	_ = inW.Close()
+	_, _ = io.Copy(io.Discard, outR)
+	err = <-done
+	if !frozenAt.IsZero() && out.Held == 0 {
+		out.Held = time.Since(frozenAt)
+	}
+	switch {
+	case err != nil:
+		return out, fmt.Errorf("hold and copy the data directory: %w", err)
+	case duringErr != nil:
+		return out, duringErr
+	case out.Path == "" || out.Method == "":
+		return out, errors.New("hold and copy the data directory: the script ended without its copy")
+	}
+	return out, nil
+}
+
+// forkHoldScript is ForkCapture's script, run as the server's user in the source's
+// container. It prints "frozen" once every PostgreSQL process is
+// stopped, "path P" and "method M" once the copy is made, and resumes
+// the processes when its input ends (or at once, on any failure).
+func forkHoldScript(stageDir string) string {
+	return `stage="$PGDATA/` + stageDir + `"
+since="$stage.since"
+pids=""
+# stop_all stops every PostgreSQL process, again until none is new: a
+# backend forked between the listing and the postmaster's stop is
+# caught by the next round; one that ended meanwhile is no error.
+stop_all() {
+	for round in 1 2 3 4; do
+		new=""
+		for d in /proc/[0-9]*; do
+			p=${d#/proc/}
+			[ "$(cat "$d/comm" 2>/dev/null)" = postgres ] || continue
+			case " $pids " in *" $p "*) ;; *) new="$new $p" ;; esac
+		done
+		[ -z "$new" ] && return 0
+		kill -STOP $new 2>/dev/null
+		pids="$pids $new"
+	done
+}
+if ! grep -qx postgres /proc/[0-9]*/comm 2>/dev/null; then
+	echo "sandboxer: no PostgreSQL process to hold" >&2
+	exit 1
+fi
+rm -rf "$stage"
+mkdir -m 0700 "$stage" || exit 1
+# A runtime gone before it copied the stage out leaves it for at most
+# half an hour.
+( sleep 1800; rm -rf "$stage" "$since" ) >/dev/null 2>&1 &
+method=copy
+case "$(stat -f -c %T "$PGDATA" 2>/dev/null)" in tmpfs|ramfs) method=memory ;; esac
+flag=""
+if [ "$method" = copy ] && cp -a --reflink=always "$PGDATA/PG_VERSION" "$stage/.probe" 2>/dev/null; then
+	method=reflink
+	flag=--reflink=always
+fi
+rm -f "$stage/.probe"
+# Pass 1, the server running: every file. A file written after the
+# marker (and the pause that puts later writes on a later clock tick)
+# has a newer time than it.
+touch "$since" || exit 1
+sleep 0.05
+for f in "$PGDATA"/*; do
+	case "${f##*/}" in postmaster.pid|postmaster.opts) continue ;; esac
+	cp -a $flag "$f" "$stage/" || exit 1
+done
+trap 'kill -CONT $pids 2>/dev/null' EXIT
+stop_all
+if [ -z "$pids" ]; then
+	echo "sandboxer: no PostgreSQL process to hold" >&2
+	exit 1
+fi
+# Should this shell die by a signal it cannot trap, the watchdog resumes
+# the server as soon as it is gone.
+( while kill -0 $$ 2>/dev/null; do sleep 0.1; done; kill -CONT $pids 2>/dev/null ) >/dev/null 2>&1 &
+echo frozen
+# Pass 2, the server stopped: the files written or renamed since the
+# marker again, and the files gone since removed.
+cd "$PGDATA" || exit 1
+find . -path './.sbx-*' -prune -o -type f \( -newer "$since" -o -cnewer "$since" \) -print > "$since.changed" || exit 1
+while read -r f; do
+	case "$f" in ./postmaster.pid|./postmaster.opts) continue ;; esac
+	mkdir -p "$stage/${f%/*}" && cp -a $flag "$f" "$stage/$f" || exit 1
+done < "$since.changed"
+(cd "$stage" && find . -type f -print) > "$since.staged" || exit 1
+while read -r f; do
+	[ -e "$PGDATA/$f" ] || rm -f "$stage/$f"
+done < "$since.staged"
+rm -f "$since.changed" "$since.staged"
+echo "path $stage"
+echo "method $method"
+read -r _ || true
+kill -CONT $pids 2>/dev/null
+echo resumed
+`
+}
+
+// ForkClean removes the stage from the source's data directory.
+func (Service) ForkClean(ctx context.Context, in contract.Instance, stage string, _ contract.ForkCopy) error {
+	if !stagePattern.MatchString(stage) {
+		return fmt.Errorf("fork stage %q: want letters, digits and '-'", stage)
+	}
+	d := `"$PGDATA/` + ForkStageDir(stage)
+	return in.Run.Exec(ctx, OSUser, []string{"sh", "-c", `rm -rf ` + d + `" ` + d + `.since" ` + d + `.since.changed" ` + d + `.since.staged"`}, nil)
+}
+
+// ForkArgs is nil: the runtime starts a copy from its data directory
+// (ForkStartScript).
+func (Service) ForkArgs(string, contract.ForkCopy) []string { return nil }
+
+// ForkFilled and ForkStarted are a copy's markers in its data
+// directory: the runtime writes ForkFilled once the captured data is
+// unpacked there (ForkFillCommand); the start script writes ForkStarted
+// once the copy has its own passwords, so a restarted container starts
+// the server at once.
+const (
+	ForkFilled  = "sandboxer-fork.filled"
+	ForkStarted = "sandboxer-fork.started"
+)
+
+// ForkFillCommand unpacks the tar stream on its input (the stage's
+// contents, ForkCaptureCommand's output) into the copy's $PGDATA and
+// writes ForkFilled; run as OSUser in the copy's started container.
+func ForkFillCommand() []string {
+	return []string{"sh", "-c", `tar -x -f - -C "$PGDATA" && touch "$PGDATA/` + ForkFilled + `"`}
+}
+
+// ForkCaptureCommand writes the stage at path (ForkCopy.Path) as a tar
+// stream of its contents; run as OSUser in the source's container.
+func ForkCaptureCommand(path string) []string {
+	return []string{"tar", "-c", "-f", "-", "-C", path, "."}
+}
+
+// ForkStartScript is a copy's entrypoint, as TemplateStartScript's but
+// filled by the runtime: it waits (up to ten minutes) until the
+// runtime has unpacked the captured data directory into $PGDATA
+// (ForkFillCommand), then the sessions (the copy's own passwords) run
+// in single-user mode, which first recovers the data as after a crash,
+// and only then does the image's entrypoint start the server. Nothing
+// listens before every password is the copy's.
+func ForkStartScript(sessions []Session, sessionFiles []string, serverArgs []string) []byte {
+	return startScript(`[ -e "$PGDATA/`+ForkStarted+`" ]`, `mkdir -p "$PGDATA"
+chmod 0700 "$PGDATA"
+n=0
+while [ ! -e "$PGDATA/`+ForkFilled+`" ]; do
+	n=$((n + 1))
+	if [ "$n" -gt 12000 ]; then
+		echo "sandboxer: the forked data directory never arrived" >&2
+		exit 1
+	fi
+	sleep 0.05
+done
+rm -f "$PGDATA/`+ForkFilled+`" "$PGDATA/postmaster.pid"
+if [ ! -s "$PGDATA/PG_VERSION" ] || [ ! -s "$PGDATA/global/pg_control" ]; then
+	echo "sandboxer: the forked data directory is incomplete" >&2
+	exit 1
+fi
+`, sessions, sessionFiles, serverArgs, `touch "$PGDATA/`+ForkStarted+`"
+`)
+}
