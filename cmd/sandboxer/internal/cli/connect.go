@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,6 +23,7 @@ type ConnectOptions struct {
 	Addr   string
 	Format string
 	Prefix string
+	JSON   bool
 	Vars   VarOptions
 	// Every is how often the state is read again to follow a
 	// replacement (not a flag; tests shorten it).
@@ -43,7 +45,8 @@ func newConnectCmd(f *Factory, runF func(*ConnectOptions) error) *cobra.Command 
 			"pod IP answers, or a Docker sandbox, nothing needs forwarding: connect prints\n" +
 			"the credentials and exits.",
 		Example: "  sandboxer connect sandbox.dev\n" +
-			"  sandboxer connect 'sandbox.agent[\"dev-7\"]' --format dotenv > .env.forwarded",
+			"  sandboxer connect 'sandbox.agent[\"dev-7\"]' --format dotenv > .env.forwarded\n" +
+			"  sandboxer connect sandbox.dev --json | head -1 | jq -r .env.SANDBOXER_POSTGRES_URL",
 		Args:              rangeArgs(1, 1),
 		ValidArgsFunction: completeAddresses(f, addrStateAll),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,6 +58,7 @@ func newConnectCmd(f *Factory, runF func(*ConnectOptions) error) *cobra.Command 
 		},
 	}
 	cmd.Flags().StringVar(&opts.Format, "format", "shell", "shell, dotenv or json")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, `print {"address", "generation", "services", "env", "forwarded", …} as one JSON line, again after each replacement`)
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "start variable names with `PREFIX` (default: the configuration's env_prefix, else SANDBOXER_)")
 	opts.Vars.bind(cmd.Flags())
 	return cmd
@@ -62,8 +66,11 @@ func newConnectCmd(f *Factory, runF func(*ConnectOptions) error) *cobra.Command 
 
 func connectRun(cmd *cobra.Command, opts *ConnectOptions) error {
 	f := opts.f
+	if opts.JSON {
+		opts.Format = "json-object"
+	}
 	switch opts.Format {
-	case "shell", "dotenv", "json":
+	case "shell", "dotenv", "json", "json-object":
 	default:
 		return fmt.Errorf("--format %q: must be shell, dotenv or json", opts.Format)
 	}
@@ -133,8 +140,12 @@ func connectRun(cmd *cobra.Command, opts *ConnectOptions) error {
 	}
 }
 
-// printForward prints the forwarded sandbox's variables as env does.
+// printForward prints the forwarded sandbox's variables as env does, or
+// (--json) the whole answer on one line.
 func printForward(f *Factory, fw *sandboxer.Forward, format string) error {
+	if format == "json-object" {
+		return json.NewEncoder(f.IO.Out).Encode(fw)
+	}
 	secret := map[string]bool{}
 	for _, a := range config.CredentialAttributes() {
 		if a.Secret {
@@ -150,4 +161,16 @@ func printForward(f *Factory, fw *sandboxer.Forward, format string) error {
 		vars = append(vars, v)
 	}
 	return views.EnvVars(f.IO.Out, f.IO.Err, vars, format)
+}
+
+// podIPNote says, on stderr, that the URLs env or output print for
+// Kubernetes sandboxes name pod IPs that the configuration says do not
+// route from here (endpoint = "port-forward"), and where to get ones that
+// do. addrs are the sandboxes printed that run on Kubernetes.
+func podIPNote(f *Factory, cfg *config.Config, addrs []string) {
+	if cfg == nil || cfg.Kubernetes == nil || cfg.Kubernetes.Endpoint != config.EndpointPortForward || len(addrs) == 0 {
+		return
+	}
+	fmt.Fprintf(f.IO.Err, "Note: %s runs on Kubernetes with endpoint = \"port-forward\": these URLs name pod IPs, which do not route from here. "+
+		"sandboxer connect %s prints URLs on forwarded local ports, valid while it runs.\n", strings.Join(addrs, ", "), addrs[0])
 }
