@@ -572,7 +572,12 @@ func (f *forward) follow() {
 }
 
 // settle acts on the address's pods as they are now: false when the
-// forward has ended (no pod left).
+// forward has ended (no pod left). New connections stay on the current
+// pod while it runs: a replacement's pod runs before the replace is
+// done, and clients still hold the old pod's credentials until they are
+// handed the new ones (Forward with the new record moves the forward at
+// once). When the current pod is gone or going, they move to the
+// running pod of the highest generation.
 func (f *forward) settle(pods map[string]*corev1.Pod, gone string) bool {
 	if gone != "" {
 		f.retire(gone)
@@ -581,9 +586,18 @@ func (f *forward) settle(pods map[string]*corev1.Pod, gone string) bool {
 		f.end()
 		return false
 	}
+	running := func(pod *corev1.Pod) bool {
+		return pod != nil && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != ""
+	}
+	f.mu.Lock()
+	current := f.pod
+	f.mu.Unlock()
+	if running(pods[current]) {
+		return true
+	}
 	best, bestGen := "", -1
 	for name, pod := range pods {
-		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {
+		if !running(pod) {
 			continue
 		}
 		if gen := identityOf(pod.ObjectMeta).Generation; gen > bestGen {
