@@ -408,6 +408,7 @@ func (f *forward) heal(c httpstream.Connection) {
 	case <-f.ctx.Done():
 		return
 	}
+	c.Close() // its streams end, and the copies of the clients on them
 	f.mu.Lock()
 	if f.conn == c {
 		f.conn = nil
