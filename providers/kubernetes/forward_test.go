@@ -166,12 +166,14 @@ func TestPortForwardFromOutsideTheCluster(t *testing.T) {
 	var healed time.Duration
 	for {
 		qctx, qcancel := context.WithTimeout(ctx, 2*time.Second)
+		a0 := time.Now()
 		err := pgSelect1(qctx, ns.dial, pg, pgEP.Host, pgEP.Port)
 		qcancel()
 		if err == nil {
 			healed = time.Since(cutAt)
 			break
 		}
+		t.Logf("after the cut, at %v: a connection failed in %v: %v", a0.Sub(cutAt), time.Since(a0), err)
 		if time.Since(cutAt) > 5*time.Second {
 			t.Fatalf("no new connection through the forward 5 s after the cut: %v", err)
 		}
