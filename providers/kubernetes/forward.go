@@ -4,24 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/portforward"
-	"k8s.io/client-go/transport/spdy"
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
@@ -418,199 +412,6 @@ func (f *forward) heal(c httpstream.Connection) {
 	if !ended {
 		_, _ = f.connection(f.ctx)
 	}
-}
-
-// dialPortForward opens a port-forward connection to pod: WebSocket
-// (SPDY tunnelled in it) first, SPDY for API servers that refuse the
-// upgrade, as kubectl does.
-func (p *Provider) dialPortForward(pod string) (httpstream.Connection, error) {
-	if p.rest == nil {
-		return nil, errors.New("port-forward needs a real cluster connection")
-	}
-	u := p.cs.CoreV1().RESTClient().Post().Namespace(p.ns).Resource("pods").Name(pod).SubResource("portforward").URL()
-	ws, err := portforward.NewSPDYOverWebsocketDialer(u, p.rest)
-	if err != nil {
-		return nil, err
-	}
-	tr, upgrader, err := spdy.RoundTripperFor(p.rest)
-	if err != nil {
-		return nil, err
-	}
-	d := portforward.NewFallbackDialer(ws, spdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u),
-		func(err error) bool { return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err) })
-	c, _, err := d.Dial(portforward.PortForwardProtocolV1Name)
-	if err != nil {
-		return nil, p.apiErr("create", "pods/portforward", pod, err)
-	}
-	return c, nil
-}
-
-// handle carries one accepted connection over a stream pair (the
-// protocol's error stream and data stream, as kubectl's port-forward).
-// A stream that cannot be made on the current connection (cut, not yet
-// noticed) makes the forward dial again, once.
-func (f *forward) handle(conn net.Conn, remote int) {
-	defer conn.Close()
-	var data, errStream httpstream.Stream
-	var sc httpstream.Connection
-	for attempt := 0; ; attempt++ {
-		c, err := f.connection(f.ctx)
-		if err != nil {
-			return
-		}
-		errStream, data, err = f.streams(c, remote)
-		if err == nil {
-			sc = c
-			break
-		}
-		f.mu.Lock()
-		if f.conn == c {
-			f.conn = nil
-		}
-		f.mu.Unlock()
-		c.Close()
-		if attempt == 1 {
-			return
-		}
-	}
-	defer sc.RemoveStreams(errStream, data)
-	go func() { _, _ = io.Copy(io.Discard, errStream) }() // the server's complaint, if any: the client sees its connection end
-	remoteDone := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(conn, data)
-		close(remoteDone)
-	}()
-	localDone := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(data, conn)
-		data.Close() // no more from the client
-		close(localDone)
-	}()
-	select {
-	case <-remoteDone:
-	case <-localDone:
-		select {
-		case <-remoteDone:
-		case <-sc.CloseChan():
-		case <-f.ctx.Done():
-		}
-	case <-sc.CloseChan():
-	case <-f.ctx.Done():
-	}
-	_ = data.Reset()
-}
-
-// streams opens the error and data streams of one forwarded connection.
-func (f *forward) streams(c httpstream.Connection, remote int) (errStream, data httpstream.Stream, err error) {
-	id := strconv.FormatInt(f.p.fwRequests.Add(1), 10)
-	h := http.Header{}
-	h.Set(corev1.StreamType, corev1.StreamTypeError)
-	h.Set(corev1.PortHeader, strconv.Itoa(remote))
-	h.Set(corev1.PortForwardRequestIDHeader, id)
-	errStream, err = c.CreateStream(h)
-	if err != nil {
-		return nil, nil, err
-	}
-	errStream.Close() // nothing is written on it
-	h.Set(corev1.StreamType, corev1.StreamTypeData)
-	data, err = c.CreateStream(h)
-	if err != nil {
-		c.RemoveStreams(errStream)
-		return nil, nil, err
-	}
-	return errStream, data, nil
-}
-
-// follow watches the address's pods: the forward moves to the newest
-// running one, closes its connection to one that is gone, and ends when
-// none is left.
-func (f *forward) follow() {
-	pods := f.p.cs.CoreV1().Pods(f.p.ns)
-	pause := 100 * time.Millisecond
-	for f.ctx.Err() == nil {
-		list, err := pods.List(f.ctx, metav1.ListOptions{LabelSelector: f.selector})
-		if err != nil {
-			if !sleepCtx(f.ctx, pause) {
-				return
-			}
-			pause = min(2*pause, forwardBackoffMax)
-			continue
-		}
-		seen := map[string]*corev1.Pod{}
-		for i := range list.Items {
-			seen[list.Items[i].Name] = &list.Items[i]
-		}
-		if !f.settle(seen, "") {
-			return
-		}
-		w, err := pods.Watch(f.ctx, metav1.ListOptions{LabelSelector: f.selector, ResourceVersion: list.ResourceVersion})
-		if err != nil {
-			if !sleepCtx(f.ctx, pause) {
-				return
-			}
-			continue
-		}
-		pause = 100 * time.Millisecond
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue // an error event: list again
-			}
-			gone := ""
-			if ev.Type == watch.Deleted {
-				delete(seen, pod.Name)
-				gone = pod.Name
-			} else {
-				seen[pod.Name] = pod
-			}
-			if !f.settle(seen, gone) {
-				w.Stop()
-				return
-			}
-		}
-		w.Stop()
-	}
-}
-
-// settle acts on the address's pods as they are now: false when the
-// forward has ended (no pod left). New connections stay on the current
-// pod while it runs: a replacement's pod runs before the replace is
-// done, and clients still hold the old pod's credentials until they are
-// handed the new ones (Forward with the new record moves the forward at
-// once). When the current pod is gone or going, they move to the
-// running pod of the highest generation.
-func (f *forward) settle(pods map[string]*corev1.Pod, gone string) bool {
-	if gone != "" {
-		f.retire(gone)
-	}
-	if len(pods) == 0 {
-		f.end()
-		return false
-	}
-	running := func(pod *corev1.Pod) bool {
-		return pod != nil && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != ""
-	}
-	f.mu.Lock()
-	current := f.pod
-	f.mu.Unlock()
-	if running(pods[current]) {
-		return true
-	}
-	best, bestGen := "", -1
-	for name, pod := range pods {
-		if !running(pod) {
-			continue
-		}
-		if gen := identityOf(pod.ObjectMeta).Generation; gen > bestGen {
-			best, bestGen = name, gen
-		}
-	}
-	// With none running (a replacement still starting), new connections
-	// wait in connection's dial for one that does.
-	if best != "" {
-		f.retarget(best, bestGen)
-	}
-	return true
 }
 
 func closed(ch <-chan bool) bool {
