@@ -93,7 +93,8 @@ bench: images build integresql
 # make kube started: cold time-to-ready through the provider against the
 # same Secret and pod created directly with the same probes; cache-hit
 # requests (CLI and HTTP API); API requests per sandbox created and
-# deleted (real pods); warm-pool claims (API requests on the claim path,
+# deleted (real pods); a connection through the port-forward beside one
+# to the pod IP (connect latency, round trip, throughput); warm-pool claims (API requests on the claim path,
 # KUBE_CLAIMS claims' p50/p99 with refills running, and through serve);
 # KUBE_SCALE_N sandboxes created and deleted on kwok's fake nodes
 # (creates/s, deletes/s, requests per sandbox, the process's memory, and
@@ -108,6 +109,7 @@ bench-kube: build
 	$(KUBE_ENV) $(GO) test -run '^$$' -bench ColdCreate -benchtime 5x ./providers/kubernetes
 	$(KUBE_ENV) $(GO) run ./scripts/benchondemand -bin $(BIN) -runtime kubernetes
 	$(KUBE_ENV) $(GO) test -run 'TestRequestsPerSandbox$$' -count 1 -v ./providers/kubernetes
+	$(KUBE_ENV) $(GO) test -run 'TestPortForwardFigures$$' -count 1 -v ./providers/kubernetes
 	$(KUBE_ENV) SANDBOXER_KUBE_CLAIMS=$(KUBE_CLAIMS) $(GO) test -run 'TestPoolClaimMakesNoAPIRequests$$' -count 1 -v -timeout 30m ./providers/kubernetes
 	$(KUBE_ENV) $(GO) run ./scripts/benchpool -bin $(BIN) -runtime kubernetes -n $(KUBE_CLAIMS) -cli 0 -cold 2
 	$(KUBE_ENV) SANDBOXER_KUBE_SCALE=$(KUBE_SCALE_N) SANDBOXER_KUBE_SCALE_BASELINE=1 $(GO) test -run TestScaleOnFakeNodes -count 1 -v -timeout 30m ./providers/kubernetes

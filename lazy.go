@@ -46,6 +46,7 @@ var (
 	_ apply.SharedSweeper     = (*lazyProvider)(nil)
 	_ snapshot.Engine         = (*lazyProvider)(nil)
 	_ snapshot.SQLRunner      = (*lazyProvider)(nil)
+	_ apply.Forwarder         = (*lazyProvider)(nil)
 )
 
 // on returns the provider of runtime ("" is docker), connecting it.

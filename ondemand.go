@@ -62,8 +62,7 @@ func (s *Sandboxer) Request(ctx context.Context, address string, o RequestOption
 	if err != nil {
 		return nil, classify(err)
 	}
-	out := res.Sandbox
-	return &out, nil
+	return s.forwardResult(ctx, res)
 }
 
 // Release tears the instance down. released is false when there was

@@ -80,6 +80,11 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// PullProgress, when set, receives image pull progress at plan time.
 	PullProgress io.Writer
+	// Forward says the process hands out URLs for as long as it runs
+	// (serve, mcp): Request answers with local ports forwarded to a
+	// sandbox whose runtime forwards it (forward.go), valid while the
+	// process runs.
+	Forward bool
 
 	// Defaults of Apply, PlanAndApply, Destroy and ApplyFile.
 

@@ -136,3 +136,22 @@ type Forked struct {
 // ErrNoRoom is wrapped by a Forker's refusal, before anything started,
 // when the engine's host lacks the disk or memory the copies need.
 var ErrNoRoom = errors.New("not enough room on the engine's host")
+
+// Forwarder reaches an instance's services from this host through its
+// runtime when the instance's own addresses do not route here (the
+// Kubernetes runtime's port-forward over the API server, whose endpoint
+// setting decides). Forward returns, per service, the local address to
+// hand out in place of the recorded host and port, or nil when the
+// recorded ones are what to hand out (no forward is needed). A forward
+// runs in the provider's process until the instance ends (it follows a
+// replacement at the same address) or the provider closes; asking again
+// for a forwarded address returns the same ports.
+type Forwarder interface {
+	Forward(ctx context.Context, rec *state.Record) (map[string]Endpoint, error)
+}
+
+// Endpoint is a host and port a client connects to.
+type Endpoint struct {
+	Host string
+	Port int
+}

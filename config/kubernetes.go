@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -27,6 +28,7 @@ var kubernetesBlockSchema = &hcl.BodySchema{
 		{Name: "namespace"},
 		{Name: "qps"},
 		{Name: "burst"},
+		{Name: "endpoint"},
 		{Name: "memory_mb"},
 		{Name: "pids_limit"},
 		{Name: "tls"},
@@ -73,10 +75,36 @@ const (
 	maxKubeRate      = 100000
 )
 
+// How the URLs a Kubernetes sandbox hands out for use from where
+// sandboxer runs reach its pod (endpoint in the kubernetes block).
+const (
+	// EndpointPodIP hands out the pod IP: it works where pod IPs route
+	// (on a node, in the cluster, on networks that route the pod range).
+	EndpointPodIP = "pod-ip"
+	// EndpointPortForward hands out a local port on 127.0.0.1 that the
+	// process handing out the URL (serve, mcp, connect) forwards over the
+	// API server to the pod.
+	EndpointPortForward = "port-forward"
+	// EndpointAuto is the pod IP where it answers from this host and the
+	// forward where it does not; the process that hands out URLs tries
+	// once (a 300 ms TCP connect to a ready sandbox's pod IP).
+	EndpointAuto = "auto"
+	// DefaultEndpoint is auto: on the node or in the cluster (where pod
+	// IPs answer) it is the pod IP, as before the forward existed, at the
+	// price of one connect per process; from a laptop or a CI runner
+	// outside the cluster serve, mcp and connect hand out URLs that work
+	// with no setting changed.
+	DefaultEndpoint = EndpointAuto
+)
+
+// endpointModes are the values endpoint takes, in the order a diagnostic
+// lists them.
+var endpointModes = []string{EndpointPodIP, EndpointPortForward, EndpointAuto}
+
 func newKubernetesProvider() *Provider {
 	return &Provider{Runtime: RuntimeKubernetes, Images: map[string]Image{}, MemoryMB: DefaultMemoryMB,
 		PidsLimit: DefaultPidsLimit, Publish: KubernetesPublish(false), Storage: StorageVolume,
-		QPS: DefaultKubeQPS, Burst: DefaultKubeBurst}
+		QPS: DefaultKubeQPS, Burst: DefaultKubeBurst, Endpoint: DefaultEndpoint}
 }
 
 func (l *loader) decodeKubernetesBlock(p *Provider, b *hcl.Block) hcl.Diagnostics {
@@ -117,6 +145,15 @@ func (l *loader) decodeKubernetesBlock(p *Provider, b *hcl.Block) hcl.Diagnostic
 				attr.Expr.Range()))
 		} else {
 			p.Namespace = s
+		}
+	}
+	if s, attr, ok := str("endpoint"); ok {
+		if !slices.Contains(endpointModes, s) {
+			diags = append(diags, errorDiag("Invalid endpoint",
+				fmt.Sprintf("endpoint is %s; it must be %q (the pod IP, where pod IPs route), %q (a local port forwarded over the API server while serve, mcp or connect runs) or %q (the pod IP where it answers, else the forward).", quote(s), EndpointPodIP, EndpointPortForward, EndpointAuto),
+				attr.Expr.Range()))
+		} else {
+			p.Endpoint = s
 		}
 	}
 	if attr, ok := content.Attributes["tls"]; ok {

@@ -68,6 +68,7 @@ provider "kubernetes" {
   namespace  = "sandboxes"
   qps        = 300
   burst      = 600
+  endpoint   = "port-forward"
   memory_mb  = 512
   storage    = "tmpfs"
   tls        = true
@@ -78,7 +79,7 @@ sandbox "a" { project = project.p }
 `, Input{})
 	k := cfg.Kubernetes
 	if k.Runtime != RuntimeKubernetes || k.Kubeconfig != "/etc/kube/config" || k.Context != "ci" || k.Namespace != "sandboxes" ||
-		k.QPS != 300 || k.Burst != 600 || k.MemoryMB != 512 || k.PidsLimit != DefaultPidsLimit || k.Storage != StorageTmpfs || k.Publish != KubernetesPublish(true) {
+		k.QPS != 300 || k.Burst != 600 || k.Endpoint != EndpointPortForward || k.MemoryMB != 512 || k.PidsLimit != DefaultPidsLimit || k.Storage != StorageTmpfs || k.Publish != KubernetesPublish(true) {
 		t.Errorf("kubernetes provider %+v", k)
 	}
 	if k.Images["postgres"].Ref != "sandboxer.local/postgres:17" || !k.Images["redis"].Default {
@@ -88,7 +89,7 @@ sandbox "a" { project = project.p }
 		t.Errorf("instance %+v", in)
 	}
 	if d := load(t, `provider "kubernetes" {}`, Input{}).Kubernetes; d.Namespace != "" || d.Publish.TLS ||
-		d.QPS != DefaultKubeQPS || d.Burst != DefaultKubeBurst {
+		d.QPS != DefaultKubeQPS || d.Burst != DefaultKubeBurst || d.Endpoint != EndpointAuto {
 		t.Errorf("defaults %+v", d)
 	}
 }
@@ -113,6 +114,12 @@ sandbox "a" {
 		{"qps out of range", `provider "kubernetes" {
   qps = 0
 }`, `main.sbx.hcl:2,9-10: error: Invalid value`},
+		{"unknown endpoint mode", `provider "kubernetes" {
+  endpoint = "node-port"
+}`, `main.sbx.hcl:2,14-25: error: Invalid endpoint: endpoint is "node-port"; it must be "pod-ip"`},
+		{"endpoint of the wrong type", `provider "kubernetes" {
+  endpoint = true
+}`, `main.sbx.hcl:2,14-18: error: `},
 		{"unknown runtime", `project "p" {
   services = ["postgres"]
   runtime  = "nomad"

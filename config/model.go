@@ -95,8 +95,12 @@ type Provider struct {
 	// QPS and Burst are the client-side rate limit of the kubernetes
 	// runtime's API client (qps, burst; DefaultKubeQPS and DefaultKubeBurst
 	// when not set).
-	QPS       int64
-	Burst     int64
+	QPS   int64
+	Burst int64
+	// Endpoint is how the handed-out host URLs reach a Kubernetes
+	// sandbox: EndpointPodIP, EndpointPortForward or EndpointAuto
+	// (DefaultEndpoint when not set; kubernetes.go).
+	Endpoint  string
 	DeclRange hcl.Range
 }
 

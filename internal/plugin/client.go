@@ -35,6 +35,7 @@ type Client struct {
 var (
 	_ apply.Provider     = (*Client)(nil)
 	_ apply.Inventory    = (*Client)(nil)
+	_ apply.Forwarder    = (*Client)(nil)
 	_ snapshot.Engine    = (*Client)(nil)
 	_ snapshot.SQLRunner = (*Client)(nil)
 	_ io.Closer          = (*Client)(nil)
@@ -239,6 +240,17 @@ func (c *Client) Keep(ctx context.Context, rec *state.Record, service string, d 
 
 func (c *Client) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
 	return c.errCall(ctx, "RunSQL", func(cl Call) any { return SQLArgs{Call: cl, Record: rec, Files: files} })
+}
+
+// Forward asks the program for local ports forwarded to rec's services
+// (apply.Forwarder); the program listens on them itself, so the forward
+// lives as long as the program, which lives as long as this process.
+func (c *Client) Forward(ctx context.Context, rec *state.Record) (map[string]apply.Endpoint, error) {
+	var r ForwardReply
+	if err := c.call(ctx, "Forward", func(cl Call) any { return RecordArgs{Call: cl, Record: rec} }, &r); err != nil {
+		return nil, err
+	}
+	return r.Endpoints, r.Err.err()
 }
 
 func (c *Client) errCall(ctx context.Context, method string, args func(Call) any) error {

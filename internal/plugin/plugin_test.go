@@ -57,6 +57,7 @@ type testProvider struct {
 	*fake.Provider
 	settings plugin.Settings
 	mu       sync.Mutex
+	ln       net.Listener // Forward's
 	loaded   []string
 }
 
@@ -98,6 +99,29 @@ func (p *testProvider) Keep(ctx context.Context, rec *state.Record, service stri
 
 func (p *testProvider) RunSQL(ctx context.Context, rec *state.Record, files []snapshot.SQLFile) error {
 	return fmt.Errorf("run %d files on %s: nothing to run them on", len(files), rec.Address)
+}
+
+// Forward forwards sandbox.fwd's services to ports 40000 and up (none
+// for another address: its recorded endpoints answer), and opens a
+// listener on the first, so the test can see the program listens
+// itself.
+func (p *testProvider) Forward(ctx context.Context, rec *state.Record) (map[string]apply.Endpoint, error) {
+	if rec.Address != "sandbox.fwd" {
+		return nil, nil
+	}
+	if rec.Resources.Pod == "" {
+		return nil, fmt.Errorf("forward %s: no pod: %w", rec.Address, apply.ErrNotFound)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		p.ln = ln
+	}
+	return map[string]apply.Endpoint{"postgres": {Host: "127.0.0.1", Port: p.ln.Addr().(*net.TCPAddr).Port}}, nil
 }
 
 // start runs the test binary as the program.
@@ -144,6 +168,34 @@ func TestSettingsArriveAsSent(t *testing.T) {
 		if !ok || strings.Join(g, ",") != strings.Join(v, ",") || (g == nil) != (v == nil) {
 			t.Errorf("%s = %#v, want %#v", k, g, v)
 		}
+	}
+}
+
+// Forward crosses with its endpoints, its nil (nothing forwarded) and its
+// errors' sentinels; the listener is the program's own.
+func TestForwardCrosses(t *testing.T) {
+	c := start(t, settings())
+	ctx := context.Background()
+	rec := &state.Record{Address: "sandbox.fwd", Resources: state.Resources{Pod: "p"}}
+	eps, err := c.Forward(ctx, rec)
+	if err != nil || len(eps) != 1 || eps["postgres"].Host != "127.0.0.1" || eps["postgres"].Port == 0 {
+		t.Fatalf("Forward: %v, %v", eps, err)
+	}
+	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(eps["postgres"].Port)))
+	if err != nil {
+		t.Fatalf("the program's listener: %v", err)
+	}
+	conn.Close()
+	again, err := c.Forward(ctx, rec)
+	if err != nil || again["postgres"] != eps["postgres"] {
+		t.Errorf("Forward again: %v, %v; want the same port", again, err)
+	}
+	if eps, err := c.Forward(ctx, &state.Record{Address: "sandbox.other"}); err != nil || eps != nil {
+		t.Errorf("Forward of a sandbox that needs none: %v, %v; want nil, nil", eps, err)
+	}
+	_, err = c.Forward(ctx, &state.Record{Address: "sandbox.fwd"})
+	if !errors.Is(err, apply.ErrNotFound) {
+		t.Errorf("Forward without a pod: %v, want ErrNotFound", err)
 	}
 }
 

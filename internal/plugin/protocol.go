@@ -12,8 +12,9 @@ import (
 	"github.com/sandboxer/sandboxer/state"
 )
 
-// ProtocolVersion changes whenever a message below changes shape.
-const ProtocolVersion = 1
+// ProtocolVersion changes whenever a message below changes shape (2:
+// Forward).
+const ProtocolVersion = 2
 
 // service is the name the server registers its methods under.
 const service = "Provider"
@@ -179,4 +180,9 @@ type SQLArgs struct {
 	Call   Call
 	Record *state.Record
 	Files  []snapshot.SQLFile
+}
+
+type ForwardReply struct {
+	Endpoints map[string]apply.Endpoint // nil: hand out the recorded ones
+	Err       *WireError
 }

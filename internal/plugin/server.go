@@ -188,6 +188,14 @@ func (m *methods) Probe(a RecordArgs, r *ErrReply) error {
 	return nil
 }
 
+func (m *methods) Forward(a RecordArgs, r *ForwardReply) error {
+	r.Err = run(m.s, a.Call, "forward ports", func(ctx context.Context, p apply.Forwarder) (err error) {
+		r.Endpoints, err = p.Forward(ctx, a.Record)
+		return err
+	})
+	return nil
+}
+
 func (m *methods) Delete(a RecordArgs, r *ErrReply) error {
 	r.Err = run(m.s, a.Call, "delete", func(ctx context.Context, p apply.Provider) error {
 		return p.Delete(ctx, a.Record)

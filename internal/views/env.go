@@ -19,7 +19,11 @@ import (
 // Names are <prefix><SERVICE>_<SUFFIX> (state.EnvName); an empty prefix is
 // the default SANDBOXER_.
 func Env(w, mask io.Writer, rec *state.Record, prefix, format string) error {
-	vars := rec.Env(prefix)
+	return EnvVars(w, mask, rec.Env(prefix), format)
+}
+
+// EnvVars prints vars (sorted by name) in format, as Env.
+func EnvVars(w, mask io.Writer, vars []state.EnvVar, format string) error {
 	switch format {
 	case "shell":
 		for _, v := range vars {
@@ -30,9 +34,13 @@ func Env(w, mask io.Writer, rec *state.Record, prefix, format string) error {
 			fmt.Fprintf(w, "%s=%s\n", v.Name, v.Value)
 		}
 	case "json":
+		m := make(map[string]string, len(vars))
+		for _, v := range vars {
+			m[v.Name] = v.Value
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rec.EnvMap(prefix))
+		return enc.Encode(m)
 	case "github":
 		for _, v := range vars {
 			if v.Secret {

@@ -90,6 +90,10 @@ type Provider struct {
 	// requests counts the HTTP requests sent to the API server, writes
 	// (POST, PUT, PATCH, DELETE) those that change something.
 	requests, writes atomic.Int64
+	// fw are the port-forwards this process keeps (forward.go), and
+	// fwRequests numbers their streams.
+	fw         forwards
+	fwRequests atomic.Int64
 }
 
 var _ apply.Provider = (*Provider)(nil)
@@ -185,6 +189,7 @@ func (p *Provider) Namespace() string { return p.ns }
 // Close closes the kept probe connections; the clientset's are pooled by
 // net/http and closed with the process.
 func (p *Provider) Close() error {
+	p.closeForwards()
 	for _, w := range p.warm {
 		w.Close()
 	}

@@ -3,8 +3,11 @@ package kubernetes
 import (
 	"bytes"
 	_ "embed"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +91,22 @@ func TestRoleIsEnough(t *testing.T) {
 	mustf(t, p.Probe(ctx, rec), "Probe")
 	var dump bytes.Buffer
 	mustf(t, p.Dump(ctx, rec, "postgres", &dump), "Dump through exec")
+	// The forward under the Role (pods get and watch, pods/portforward):
+	// PostgreSQL answers an SSLRequest through it with 'S'.
+	p.cfg.Endpoint = config.EndpointPortForward
+	eps, err := p.Forward(ctx, rec)
+	mustf(t, err, "Forward under the Role")
+	fc, err := net.DialTimeout("tcp", net.JoinHostPort(eps["postgres"].Host, strconv.Itoa(eps["postgres"].Port)), 5*time.Second)
+	mustf(t, err, "connect to the forward")
+	_ = fc.SetDeadline(time.Now().Add(15 * time.Second))
+	_, err = fc.Write([]byte{0, 0, 0, 8, 4, 210, 22, 47}) // SSLRequest
+	mustf(t, err, "SSLRequest through the forward")
+	answer := make([]byte, 1)
+	_, err = io.ReadFull(fc, answer)
+	fc.Close()
+	if err != nil || answer[0] != 'S' {
+		t.Errorf("SSLRequest through the forward under the Role: %q, %v; want S", answer, err)
+	}
 	items, err := p.ListManaged(ctx, lineage)
 	mustf(t, err, "ListManaged")
 	if len(items) != 3 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/views"
+	"github.com/sandboxer/sandboxer/state"
 )
 
 // EnvOptions are the flags of `sandboxer env`.
@@ -77,7 +78,15 @@ func envRun(cmd *cobra.Command, opts *EnvOptions) error {
 	if prefix == "" {
 		prefix = configuredPrefix(f, opts.Vars, opts.Addr)
 	}
-	return views.Env(f.IO.Out, f.IO.Err, rec, prefix, opts.Format)
+	if err := views.Env(f.IO.Out, f.IO.Err, rec, prefix, opts.Format); err != nil {
+		return err
+	}
+	if rec.RuntimeOf() == state.RuntimeKubernetes {
+		if cfg, diags := config.Load(f.Dir(), opts.Vars.input(f), f.Catalog); !diags.HasErrors() {
+			podIPNote(f, cfg, []string{rec.Address})
+		}
+	}
+	return nil
 }
 
 // configuredPrefix is the env_prefix the configuration gives the instance

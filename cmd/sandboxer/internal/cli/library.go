@@ -20,7 +20,10 @@ import (
 // library opens the library over cfg for one command: the CLI's state
 // path, catalog, clock and environment, progress on stderr, and the first
 // Ctrl-C as the apply's interrupt.
-func (f *Factory) library(cfg *config.Config, lockTimeout time.Duration, sink events.Sink) (*sandboxer.Sandboxer, error) {
+// forward is set by the commands that hand out URLs for as long as they
+// run (serve, mcp, connect): Kubernetes sandboxes are then handed out
+// through forwarded local ports where the endpoint setting says so.
+func (f *Factory) library(cfg *config.Config, lockTimeout time.Duration, sink events.Sink, forward ...bool) (*sandboxer.Sandboxer, error) {
 	// --state as given: the library takes a relative path as relative to
 	// the configuration directory, as f.StatePath does, and messages
 	// name the state file as the user wrote it.
@@ -30,6 +33,7 @@ func (f *Factory) library(cfg *config.Config, lockTimeout time.Duration, sink ev
 		PullProgress: f.IO.Err, // stdout stays the plan
 		Hook:         views.NewApplyHook(f.IO.Err, f.ErrColor()), ProgressEvery: 5 * time.Second,
 		Interrupt: f.Interrupt,
+		Forward:   len(forward) > 0 && forward[0],
 	}), nil
 }
 

@@ -55,6 +55,7 @@ func mcpRun(cmd *cobra.Command, opts *MCPOptions) error {
 	// the process with SIGPIPE halfway through its releases.
 	signal.Ignore(syscall.SIGPIPE)
 	serveGC(f)
+	opts.OnDemand.forward = true // its URLs are handed out while the session runs
 	s, err := openOnDemand(f, opts.OnDemand)
 	if err != nil {
 		return err

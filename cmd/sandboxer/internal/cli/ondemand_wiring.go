@@ -31,6 +31,10 @@ type OnDemandOptions struct {
 	// metrics and dashboard recorder) beside the file and webhook; not a
 	// flag.
 	sinkFor func(*config.Config) events.Sink
+	// forward: the command hands out URLs for as long as it runs (serve,
+	// mcp), so Kubernetes sandboxes may be forwarded (Options.Forward);
+	// not a flag.
+	forward bool
 }
 
 // bind adds the shared flags; lockTimeout > 0 adds --lock-timeout with
@@ -76,7 +80,7 @@ func openOnDemand(f *Factory, o OnDemandOptions) (*onDemand, error) {
 	if o.Replica != "" {
 		s.sink = events.Stamp(s.sink, o.Replica)
 	}
-	if s.lib, err = f.library(cfg, o.LockTimeout, s.sink); err != nil {
+	if s.lib, err = f.library(cfg, o.LockTimeout, s.sink, o.forward); err != nil {
 		s.close()
 		return nil, err
 	}

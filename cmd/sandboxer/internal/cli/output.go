@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer"
 	"github.com/sandboxer/sandboxer/internal/views"
+	"github.com/sandboxer/sandboxer/state"
 )
 
 // OutputOptions are the flags of `sandboxer output`.
@@ -73,6 +76,13 @@ func outputRun(cmd *cobra.Command, opts *OutputOptions) error {
 		return err
 	}
 	vals, diags := sandboxer.OutputValues(cfg, snap)
+	var onKube []string
+	for _, addr := range slices.Sorted(maps.Keys(snap.Records)) {
+		if snap.Records[addr].RuntimeOf() == state.RuntimeKubernetes {
+			onKube = append(onKube, addr)
+		}
+	}
+	defer podIPNote(f, cfg, onKube)
 	if opts.Name != "" {
 		// Only the asked-for output has to be computable.
 		diags = diags[:0:0]

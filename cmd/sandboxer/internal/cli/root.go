@@ -120,6 +120,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newApplyCmd(f, nil),
 		newDestroyCmd(f, nil),
 		newEnvCmd(f, nil),
+		newConnectCmd(f, nil),
 		newOutputCmd(f, nil),
 		newStateCmd(f),
 		newVersionCmd(f),

@@ -182,6 +182,7 @@ func serveRun(cmd *cobra.Command, opts *ServeOptions) error {
 		}
 		return metrics
 	}
+	opts.OnDemand.forward = true // its URLs are handed out while it runs
 	s, err := openOnDemand(f, opts.OnDemand)
 	if err != nil {
 		return err
