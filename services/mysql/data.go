@@ -12,19 +12,14 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/sandboxer/sandboxer/services/contract"
 	"github.com/sandboxer/sandboxer/state"
 )
 
 // Runner runs commands in, and copies files into, the container (or pod)
 // of one instance: the runtime's exec and copy. Data moves with the
 // server's own tools, so the service needs nothing else of a runtime.
-type Runner interface {
-	// Exec runs cmd as user; stdout, when not nil, receives its output.
-	Exec(ctx context.Context, user string, cmd []string, stdout io.Writer) error
-	// CopyIn puts files into dir: files maps names to local paths,
-	// inline names to contents.
-	CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error
-}
+type Runner = contract.Runner
 
 // Data moves one instance's data: the handed-out database as SQL
 // (mariadb-dump's format, which the mysql tools read too).
@@ -58,11 +53,11 @@ func (d Data) Dump(ctx context.Context, w io.Writer) error {
 	return fw.Close()
 }
 
-// Load replaces the handed-out database with the dump at localPath: the
+// LoadFile replaces the handed-out database with the dump at localPath: the
 // database is dropped and made again empty (as root), then the dump runs
 // in it as the handed-out user over the socket. A dump that fails half way
 // leaves what it loaded so far.
-func (d Data) Load(ctx context.Context, localPath string) error {
+func (d Data) LoadFile(ctx context.Context, localPath string) error {
 	c := d.Creds
 	dir := "/tmp/sandboxer-load-" + randomHex(6)
 	if err := d.Run.CopyIn(ctx, dir, map[string]string{"data.sql": localPath}, map[string][]byte{"client.cnf": d.clientCnf()}); err != nil {
