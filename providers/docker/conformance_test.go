@@ -2,6 +2,7 @@ package docker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/providers/providertest"
@@ -27,5 +28,19 @@ func TestConformanceValkey(t *testing.T) {
 		lineage := newLineage(t, p)
 		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
 		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"valkey": {}}}
+	})
+}
+
+// TestConformanceMySQL runs the suite with mysql alone: service three
+// through nothing of the runtime's own (its data directory on the
+// sandbox's storage as any service's that keeps data).
+func TestConformanceMySQL(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) providertest.Subject {
+		p, _ := newTestProvider(t)
+		requireMySQLImage(t, p)
+		p.ReadyTimeout = 3 * time.Minute
+		lineage := newLineage(t, p)
+		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
+		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"mysql": {}}}
 	})
 }
