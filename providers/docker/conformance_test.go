@@ -15,7 +15,7 @@ func TestConformance(t *testing.T) {
 		p, _ := newTestProvider(t)
 		lineage := newLineage(t, p)
 		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
-		return providertest.Subject{Provider: p, Lineage: lineage}
+		return providertest.Subject{Provider: p, Lineage: lineage, Servers: true, Runtime: "docker"}
 	})
 }
 
@@ -27,7 +27,7 @@ func TestConformanceValkey(t *testing.T) {
 		requireValkeyImage(t, p)
 		lineage := newLineage(t, p)
 		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
-		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"valkey": {}}}
+		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"valkey": {}}, Servers: true, Runtime: "docker"}
 	})
 }
 
@@ -41,6 +41,6 @@ func TestConformanceMySQL(t *testing.T) {
 		p.ReadyTimeout = 3 * time.Minute
 		lineage := newLineage(t, p)
 		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
-		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"mysql": {}}}
+		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"mysql": {}}, Servers: true, Runtime: "docker"}
 	})
 }
