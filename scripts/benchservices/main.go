@@ -1,0 +1,230 @@
+// Command benchservices measures services three and four (mysql, valkey)
+// on this machine's engine beside a raw `docker run` of the same image:
+//
+//   - cold time-to-ready: a whole `sandboxer apply` of one new sandbox
+//     with the service alone, against `docker run` of the same image
+//     (the same server settings; MySQL's data on the image's volume or a
+//     fresh one) followed by the same probe (go-sql-driver/mysql login +
+//     SELECT 1; go-redis AUTH + PING), median of N interleaved runs;
+//   - the idle memory of a sandbox of each (docker stats, after a
+//     settle);
+//
+// Warm-pool claims are measured by scripts/benchpool (-services mysql,
+// -services valkey).
+//
+// Usage: go run ./scripts/benchservices [-runs 5] [-bin bin/sandboxer] [-services mysql,valkey]
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	mysqlImage  = "sandboxer.local/mysql:11.8"
+	valkeyImage = "sandboxer.local/valkey:8"
+	benchSecret = "bench-only-password"
+)
+
+func main() {
+	runs := flag.Int("runs", 5, "cold starts to measure for each side")
+	bin := flag.String("bin", "bin/sandboxer", "sandboxer binary")
+	svcs := flag.String("services", "mysql,valkey", "services to measure")
+	flag.Parse()
+	abs, err := filepath.Abs(*bin)
+	check(err)
+	ctx := context.Background()
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("load before: %s", load)
+	for _, svc := range strings.Split(*svcs, ",") {
+		var raw, sbx []time.Duration
+		for i := range *runs {
+			raw = append(raw, rawColdStart(ctx, svc, i))
+			sbx = append(sbx, sandboxerColdStart(abs, svc, i))
+		}
+		r, s := median(raw), median(sbx)
+		fmt.Printf("%s cold time-to-ready, p50 of %d: sandboxer apply %v, docker run + probe %v (%.2fx)\n",
+			svc, *runs, s.Round(time.Millisecond), r.Round(time.Millisecond), float64(s)/float64(r))
+		fmt.Printf("  sandboxer %v\n  docker run %v\n", rounded(sbx), rounded(raw))
+		fmt.Printf("%s idle memory of a sandbox: %.1f MiB\n", svc, idleMemory(abs, svc))
+	}
+	load, _ = os.ReadFile("/proc/loadavg")
+	fmt.Printf("load after: %s", load)
+}
+
+// rawColdStart runs the image as a user without sandboxer would, with the
+// server settings sandboxer gives it, and waits with the same probe.
+func rawColdStart(ctx context.Context, svc string, i int) time.Duration {
+	name := fmt.Sprintf("sbx-bench-raw-%s-%d-%d", svc, os.Getpid(), i)
+	defer docker("rm", "-f", "-v", name)
+	var probe func() error
+	start := time.Now()
+	switch svc {
+	case "mysql":
+		docker("run", "-d", "--name", name, "--label", "dev.sandboxer.bench=1", "-p", "127.0.0.1::3306",
+			"-e", "MARIADB_ROOT_PASSWORD="+benchSecret, "-e", "MARIADB_DATABASE=app",
+			"-e", "MARIADB_USER=app", "-e", "MARIADB_PASSWORD="+benchSecret, "-e", "MARIADB_INITDB_SKIP_TZINFO=1",
+			"-v", "/var/lib/mysql", mysqlImage,
+			"--local-infile=0", "--innodb-buffer-pool-size=8M", "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0")
+		cfg := mysql.NewConfig()
+		cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", "127.0.0.1:"+port(name, "3306/tcp"), "app", benchSecret, "app"
+		cfg.Timeout = 2 * time.Second
+		probe = func() error {
+			conn, err := mysql.NewConnector(cfg)
+			if err != nil {
+				return err
+			}
+			db := sql.OpenDB(conn)
+			defer db.Close()
+			_, err = db.ExecContext(ctx, "SELECT 1")
+			return err
+		}
+	case "valkey":
+		docker("run", "-d", "--name", name, "--label", "dev.sandboxer.bench=1", "-p", "127.0.0.1::6379", valkeyImage,
+			"valkey-server", "--requirepass", benchSecret, "--save", "", "--appendonly", "no")
+		rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port(name, "6379/tcp"), Password: benchSecret, MaxRetries: -1})
+		defer rc.Close()
+		probe = func() error { return rc.Ping(ctx).Err() }
+	default:
+		fail("unknown service %s", svc)
+	}
+	waitFor(probe)
+	return time.Since(start)
+}
+
+func config(svc string) string {
+	return `provider "docker" {
+  image "mysql"  { ref = "` + mysqlImage + `" }
+  image "valkey" { ref = "` + valkeyImage + `" }
+}
+
+project "bench" {
+  services = ["` + svc + `"]
+}
+
+sandbox "cold" {
+  project = project.bench
+}
+`
+}
+
+// sandboxerColdStart times a whole `sandboxer apply` of one new sandbox.
+func sandboxerColdStart(bin, svc string, i int) time.Duration {
+	dir, err := os.MkdirTemp("", "sbx-bench-svc-")
+	check(err)
+	defer os.RemoveAll(dir)
+	check(os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(config(svc)), 0o644))
+	if i == 0 {
+		// The image inspection is cached for later runs: not what is measured.
+		sandboxer(dir, bin, "plan")
+	}
+	start := time.Now()
+	sandboxer(dir, bin, "apply", "--auto-approve")
+	d := time.Since(start)
+	sandboxer(dir, bin, "destroy", "--auto-approve")
+	return d
+}
+
+// idleMemory applies one sandbox, lets it settle, and reads docker stats
+// of its container.
+func idleMemory(bin, svc string) float64 {
+	dir, err := os.MkdirTemp("", "sbx-bench-mem-")
+	check(err)
+	defer os.RemoveAll(dir)
+	check(os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(config(svc)), 0o644))
+	sandboxer(dir, bin, "apply", "--auto-approve")
+	defer sandboxer(dir, bin, "destroy", "--auto-approve")
+	time.Sleep(10 * time.Second)
+	ids := strings.Fields(docker("ps", "-q", "--filter", "label=dev.sandboxer.service="+svc, "--filter", "label=dev.sandboxer.address=sandbox.cold"))
+	if len(ids) == 0 {
+		fail("no %s container found", svc)
+	}
+	out := strings.TrimSpace(docker("stats", "--no-stream", "--format", "{{.MemUsage}}", ids[0]))
+	used := strings.TrimSpace(strings.Split(out, "/")[0])
+	return mib(used)
+}
+
+func mib(s string) float64 {
+	for unit, f := range map[string]float64{"GiB": 1024, "MiB": 1, "KiB": 1.0 / 1024} {
+		if v, ok := strings.CutSuffix(s, unit); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			check(err)
+			return n * f
+		}
+	}
+	fail("memory %q", s)
+	return 0
+}
+
+func waitFor(probe func() error) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		err := probe()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			fail("not ready after 3m: %v", err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func port(container, p string) string {
+	out := docker("port", container, p)
+	line := strings.TrimSpace(strings.Split(out, "\n")[0])
+	return line[strings.LastIndex(line, ":")+1:]
+}
+
+func docker(args ...string) string {
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil && args[0] != "rm" {
+		fail("docker %s: %v\n%s", args[0], err, out)
+	}
+	return string(out)
+}
+
+func sandboxer(dir, bin string, args ...string) string {
+	out, err := exec.Command(bin, append([]string{"--chdir", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		fail("sandboxer %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func rounded(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(10 * time.Millisecond)
+	}
+	return out
+}
+
+func check(err error) {
+	if err != nil {
+		fail("%v", err)
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "benchservices: "+format+"\n", args...)
+	os.Exit(1)
+}
