@@ -20,6 +20,8 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +48,8 @@ func main() {
 	abs, err := filepath.Abs(*bin)
 	check(err)
 	ctx := context.Background()
+	// The driver logs every refused connection of the probe loop.
+	check(mysql.SetLogger(log.New(io.Discard, "", 0)))
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("load before: %s", load)
 	for _, svc := range strings.Split(*svcs, ",") {

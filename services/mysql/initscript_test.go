@@ -84,7 +84,7 @@ func TestURL(t *testing.T) {
 		t.Errorf("URL = %s, want %s", got, want)
 	}
 	c.CA, c.CAFile = "PEM", "/tmp/ca dir/ca.pem"
-	if got, want := URL(c, "localhost", 1), "mysql://app:p%40ss%2Fword@localhost:1/db_1?ssl-ca=%2Ftmp%2Fca+dir%2Fca.pem&ssl-mode=VERIFY_IDENTITY"; got != want {
+	if got, want := URL(c, "localhost", 1), "mysql://app:p%40ss%2Fword@localhost:1/db_1?ssl-mode=VERIFY_IDENTITY&ssl-ca=/tmp/ca%20dir/ca.pem"; got != want {
 		t.Errorf("TLS URL = %s, want %s", got, want)
 	}
 }
