@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,10 +53,14 @@ func main() {
 	check(mysql.SetLogger(log.New(io.Discard, "", 0)))
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("load before: %s", load)
-	for _, svc := range strings.Split(*svcs, ",") {
+	for _, r := range raws() {
+		if !slices.Contains(strings.Split(*svcs, ","), r.service) {
+			continue
+		}
+		svc := r.service
 		var raw, sbx []time.Duration
 		for i := range *runs {
-			raw = append(raw, rawColdStart(ctx, svc, i))
+			raw = append(raw, rawColdStart(ctx, r, i))
 			sbx = append(sbx, sandboxerColdStart(abs, svc, i))
 		}
 		r, s := median(raw), median(sbx)
@@ -68,43 +73,63 @@ func main() {
 	fmt.Printf("load after: %s", load)
 }
 
-// rawColdStart runs the image as a user without sandboxer would, with the
-// server settings sandboxer gives it, and waits with the same probe.
-func rawColdStart(ctx context.Context, svc string, i int) time.Duration {
-	name := fmt.Sprintf("sbx-bench-raw-%s-%d-%d", svc, os.Getpid(), i)
-	defer docker("rm", "-f", "-v", name)
-	var probe func() error
-	start := time.Now()
-	switch svc {
-	case "mysql":
-		docker("run", "-d", "--name", name, "--label", "dev.sandboxer.bench=1", "-p", "127.0.0.1::3306",
-			"-e", "MARIADB_ROOT_PASSWORD="+benchSecret, "-e", "MARIADB_DATABASE=app",
-			"-e", "MARIADB_USER=app", "-e", "MARIADB_PASSWORD="+benchSecret, "-e", "MARIADB_INITDB_SKIP_TZINFO=1",
-			"-v", "/var/lib/mysql", mysqlImage,
-			"--local-infile=0", "--innodb-buffer-pool-size=8M", "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0")
-		cfg := mysql.NewConfig()
-		cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", "127.0.0.1:"+port(name, "3306/tcp"), "app", benchSecret, "app"
-		cfg.Timeout = 2 * time.Second
-		probe = func() error {
-			conn, err := mysql.NewConnector(cfg)
-			if err != nil {
-				return err
-			}
-			db := sql.OpenDB(conn)
-			defer db.Close()
-			_, err = db.ExecContext(ctx, "SELECT 1")
-			return err
-		}
-	case "valkey":
-		docker("run", "-d", "--name", name, "--label", "dev.sandboxer.bench=1", "-p", "127.0.0.1::6379", valkeyImage,
-			"valkey-server", "--requirepass", benchSecret, "--save", "", "--appendonly", "no")
-		rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port(name, "6379/tcp"), Password: benchSecret, MaxRetries: -1})
-		defer rc.Close()
-		probe = func() error { return rc.Ping(ctx).Err() }
-	default:
-		fail("unknown service %s", svc)
+// raw is how a user without sandboxer starts one service's image: the
+// docker run arguments (with the server settings sandboxer gives it) and
+// the same probe sandboxer uses, given the published port.
+type raw struct {
+	service string
+	port    string
+	args    []string
+	probe   func(ctx context.Context, port string) func() error
+}
+
+// raws are the services this command measures.
+func raws() []raw {
+	return []raw{
+		{
+			service: "mysql", port: "3306/tcp",
+			args: []string{"-e", "MARIADB_ROOT_PASSWORD=" + benchSecret, "-e", "MARIADB_DATABASE=app",
+				"-e", "MARIADB_USER=app", "-e", "MARIADB_PASSWORD=" + benchSecret, "-e", "MARIADB_INITDB_SKIP_TZINFO=1",
+				"-v", "/var/lib/mysql", mysqlImage,
+				"--local-infile=0", "--innodb-buffer-pool-size=8M", "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0"},
+			probe: func(ctx context.Context, port string) func() error {
+				cfg := mysql.NewConfig()
+				cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", "127.0.0.1:"+port, "app", benchSecret, "app"
+				cfg.Timeout = 2 * time.Second
+				return func() error {
+					conn, err := mysql.NewConnector(cfg)
+					if err != nil {
+						return err
+					}
+					db := sql.OpenDB(conn)
+					defer db.Close()
+					_, err = db.ExecContext(ctx, "SELECT 1")
+					return err
+				}
+			},
+		},
+		{
+			service: "valkey", port: "6379/tcp",
+			args: []string{valkeyImage, "valkey-server", "--requirepass", benchSecret, "--save", "", "--appendonly", "no"},
+			probe: func(ctx context.Context, port string) func() error {
+				return func() error {
+					rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Password: benchSecret, MaxRetries: -1})
+					defer rc.Close()
+					return rc.Ping(ctx).Err()
+				}
+			},
+		},
 	}
-	waitFor(probe)
+}
+
+// rawColdStart runs r's image as a user without sandboxer would and
+// waits with the same probe.
+func rawColdStart(ctx context.Context, r raw, i int) time.Duration {
+	name := fmt.Sprintf("sbx-bench-raw-%s-%d-%d", r.service, os.Getpid(), i)
+	defer docker("rm", "-f", "-v", name)
+	start := time.Now()
+	docker(append([]string{"run", "-d", "--name", name, "--label", "dev.sandboxer.bench=1", "-p", "127.0.0.1::" + strings.TrimSuffix(r.port, "/tcp")}, r.args...)...)
+	waitFor(r.probe(ctx, port(name, r.port)))
 	return time.Since(start)
 }
 
