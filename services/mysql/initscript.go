@@ -51,6 +51,13 @@ func InitScript(c state.Credentials, feats []string) []byte {
 	b.WriteString("-- Written by sandboxer; run once by the image's entrypoint as root.\n")
 	fmt.Fprintf(&b, "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING %s;\n",
 		QuoteString(NativePasswordHash(c.AdminPassword.Reveal())))
+	// The server's own OS account, through the socket only: where a
+	// runtime's exec runs as the container's user (mysql) rather than
+	// root, the data tools log in as it (data.go). Only a process of that
+	// OS user in the container can, which could read the data directory
+	// anyway.
+	b.WriteString("CREATE OR REPLACE USER 'mysql'@'localhost' IDENTIFIED VIA unix_socket;\n")
+	b.WriteString("GRANT ALL PRIVILEGES ON *.* TO 'mysql'@'localhost';\n")
 	if c.AdminUser != "" && c.AdminUser != AdminUser {
 		// The runtime's admin, over TCP (root is the socket's and
 		// localhost's only): rotation and nothing the user sees.
