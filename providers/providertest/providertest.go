@@ -81,12 +81,15 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 			res.Runtime, res.Services = s.Runtime, s.Features.Services()
 			ran[tc.name] = true
 			mu.Unlock()
+			// t.Skip ends the test's goroutine: a deferred check sees it.
+			defer func() {
+				if t.Skipped() {
+					mu.Lock()
+					res.Outcomes[tc.name] = Skipped
+					mu.Unlock()
+				}
+			}()
 			tc.fn(t, s)
-			if t.Skipped() {
-				mu.Lock()
-				res.Outcomes[tc.name] = Skipped
-				mu.Unlock()
-			}
 		})
 		mu.Lock()
 		if _, skipped := res.Outcomes[tc.name]; ran[tc.name] && !skipped {
