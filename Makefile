@@ -82,6 +82,9 @@ bench: images build integresql
 	$(GO) run ./scripts/benchtenants -bin $(BIN)
 	$(GO) run ./scripts/benchpool -bin $(BIN)
 	$(GO) run ./scripts/benchfork -bin $(BIN)
+	$(GO) run ./scripts/benchservices -bin $(BIN)
+	$(GO) run ./scripts/benchpool -bin $(BIN) -services mysql -n 50 -cli 10 -cold 3 -size 3
+	$(GO) run ./scripts/benchpool -bin $(BIN) -services valkey -n 50 -cli 10 -cold 3 -size 3
 	SANDBOXER_INTEGRESQL_BIN=$(CURDIR)/bin/integresql $(GO) test -run '^$$' -bench 'DatabasePerTest$$' -benchtime 1000x .
 	$(GO) test -run '^$$' -bench 'DatabaseDensity$$' -benchtime 1x .
 	SANDBOXER_INTEGRESQL_BIN=$(CURDIR)/bin/integresql SANDBOXER_THROUGHPUT_SECONDS=60 $(GO) test -run '^$$' -bench 'DatabaseThroughput$$' -benchtime 1x -timeout 30m .

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/providers/providertest"
 )
 
 // hclBlock is a fenced ```hcl block of a Markdown page.
@@ -74,4 +75,37 @@ func TestDocsRoleIsTheTestedOne(t *testing.T) {
 			t.Errorf("%s does not show providers/kubernetes/role.yaml as it is", page)
 		}
 	}
+}
+
+// The conformance table of docs/conformance.md is the one the recorded
+// runs of the provider suite make (providertest.Table over
+// providers/providertest/testdata/conformance): a run that passes,
+// fails or skips differently, or a service or runtime added, changes the
+// table, and the page must follow. SANDBOXER_UPDATE_DOCS=1 rewrites it.
+func TestDocsConformanceTable(t *testing.T) {
+	const page, begin, end = "docs/conformance.md", "<!-- conformance table: generated -->\n", "<!-- end of the generated table -->\n"
+	table, err := providertest.Table(providertest.RecordDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no generated table between %q and %q", page, begin, end)
+	}
+	want := doc[:i+len(begin)] + table + doc[j:]
+	if want == doc {
+		return
+	}
+	if os.Getenv("SANDBOXER_UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(page, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's table is not the recorded runs' (SANDBOXER_UPDATE_DOCS=1 go test -run TestDocsConformanceTable . rewrites it):\n%s", page, table)
 }

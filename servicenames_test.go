@@ -24,9 +24,7 @@ import (
 // Keys are "file func".
 func serviceBranchesAllowed() map[string]int {
 	return map[string]int{
-		"providers/docker/capabilities.go imageFacts": 1,
-		"providers/docker/create.go create":           1,
-		"providers/kubernetes/inspect.go inspect":     1,
+		"providers/docker/create.go create": 1,
 	}
 }
 

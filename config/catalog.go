@@ -46,7 +46,12 @@ func DefaultCatalog() *Catalog {
 	// Valkey's modules (valkey-bloom, valkey-json, valkey-search: those
 	// of valkey/valkey-bundle); services/valkey.Allowed is the same list.
 	valkey := []Feature{{Name: "bloom"}, {Name: "json"}, {Name: "search"}}
+	// MySQL's plugins that give the handed-out user no way out
+	// (services/mysql.Plugins says why each is in and the others out);
+	// services/mysql.Allowed is the same list.
+	mysql := []Feature{{Name: "archive"}, {Name: "blackhole"}, {Name: "mysql_json"}}
 	return &Catalog{services: []ServiceSpec{
+		{Name: "mysql", Features: mysql},
 		{Name: "postgres", Features: pg},
 		{Name: "redis", Features: redis},
 		{Name: "valkey", Features: valkey},

@@ -33,6 +33,9 @@ func DefaultImages() []DefaultImage {
 		// search, JSON, bloom (and time series, not on the allowlist) are
 		// built in and loaded by the image's entrypoint.
 		{Service: "redis", Ref: "redis:8", Extras: []string{"bloom", "json", "search"}},
+		// MySQL is served by MariaDB: the official image ships every
+		// allowlisted plugin's library (mariadb-server's .debs).
+		{Service: "mysql", Ref: "mariadb:11.8"},
 		// valkey/valkey has no module; the bundle loads valkey-bloom,
 		// valkey-json and valkey-search by itself.
 		{Service: "valkey", Ref: "valkey/valkey:8"},

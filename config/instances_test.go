@@ -266,7 +266,7 @@ func TestProviderDefaults(t *testing.T) {
 			name: "no provider block",
 			src:  `project "p" { services = ["postgres"] }`,
 			want: &Provider{
-				Images:    map[string]Image{"postgres": {Ref: "postgres:17", Default: true}, "redis": {Ref: "redis:8", Default: true}, "valkey": {Ref: "valkey/valkey:8", Default: true}},
+				Images:    map[string]Image{"mysql": {Ref: "mariadb:11.8", Default: true}, "postgres": {Ref: "postgres:17", Default: true}, "redis": {Ref: "redis:8", Default: true}, "valkey": {Ref: "valkey/valkey:8", Default: true}},
 				MemoryMB:  1024,
 				PidsLimit: 1024,
 			},
@@ -283,6 +283,7 @@ provider "docker" {
 }`,
 			want: &Provider{
 				Images: map[string]Image{
+					"mysql":    {Ref: "mariadb:11.8", Default: true},
 					"postgres": {Ref: "postgres:17", Default: true},
 					"redis":    {Ref: "redis/redis-stack-server:7", Modules: map[string]string{"search": "/opt/search.so"}},
 					"valkey":   {Ref: "valkey/valkey:8", Default: true},

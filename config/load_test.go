@@ -45,7 +45,7 @@ func TestLoadReadsOnlyConfigFilesInDir(t *testing.T) {
 // what the CLI needs to render the diagnostics, with relative file names.
 func TestLoadFailureKeepsSources(t *testing.T) {
 	dir := t.TempDir()
-	src := "project \"p\" {\n  services = [\"mysql\"]\n}\n"
+	src := "project \"p\" {\n  services = [\"mongodb\"]\n}\n"
 	if err := os.WriteFile(filepath.Join(dir, "main.sbx.hcl"), []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +56,12 @@ func TestLoadFailureKeepsSources(t *testing.T) {
 	if cfg == nil || string(cfg.Sources["main.sbx.hcl"]) != src || cfg.Files["main.sbx.hcl"] == nil {
 		t.Fatalf("failed Load did not keep sources and files: %+v", cfg)
 	}
-	if got := diags[0].Subject.String(); got != "main.sbx.hcl:2,15-22" {
-		t.Errorf("subject = %s, want main.sbx.hcl:2,15-22", got)
+	if got := diags[0].Subject.String(); got != "main.sbx.hcl:2,15-24" {
+		t.Errorf("subject = %s, want main.sbx.hcl:2,15-24", got)
 	}
 	var unknown *UnknownServiceError
-	if err, ok := diags[0].Extra.(error); !ok || !errors.As(err, &unknown) || unknown.Service != "mysql" {
-		t.Errorf("Extra = %#v, want *UnknownServiceError for mysql", diags[0].Extra)
+	if err, ok := diags[0].Extra.(error); !ok || !errors.As(err, &unknown) || unknown.Service != "mongodb" {
+		t.Errorf("Extra = %#v, want *UnknownServiceError for mongodb", diags[0].Extra)
 	}
 }
 

@@ -127,7 +127,7 @@ provider "kubernetes" {
 		`project = project.pa
   services = []`,
 		`project = project.pa
-  services = ["mysql"]`,
+  services = ["mongodb"]`,
 		`project = project.pb
   services = ["redis"]`,
 		`project = project.pb

@@ -52,7 +52,7 @@ func TestPredecodeMatchesSequential(t *testing.T) {
 		case 4: // not literal: decoded in order on the main goroutine
 			fmt.Fprintf(&mixed, "sandbox \"x%03d\" {\n  project  = project.p02\n  services = project.p02.services\n}\n", i)
 		case 5:
-			fmt.Fprintf(&mixed, "sandbox \"x%03d\" {\n  project  = project.p03\n  services = [\"mysql\"]\n  unknown  = 1\n}\n", i)
+			fmt.Fprintf(&mixed, "sandbox \"x%03d\" {\n  project  = project.p03\n  services = [\"mongodb\"]\n  unknown  = 1\n}\n", i)
 		case 6:
 			fmt.Fprintf(&mixed, "sandbox \"x%03d\" {\n  project  = project.p04\n  for_each = toset([\"a\", \"b\"])\n}\n", i)
 		default:

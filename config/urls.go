@@ -30,6 +30,10 @@ func ServiceURLShape(service string) (URLShape, bool) {
 		{"postgres", URLShape{Scheme: "postgres", DatabasePath: true, Query: "sslmode=disable",
 			TLSQuery: "sslmode=verify-full", CAFileParam: "sslrootcert"}},
 		{"redis", URLShape{Scheme: "redis", TLSScheme: "rediss", Path: "/0"}},
+		// MySQL Shell's URI parameters (services/mysql.URL): with TLS the
+		// server is verified against the instance's CA file.
+		{"mysql", URLShape{Scheme: "mysql", DatabasePath: true,
+			TLSQuery: "ssl-mode=VERIFY_IDENTITY", CAFileParam: "ssl-ca"}},
 		// Valkey clients read the Redis scheme (services/valkey.URL).
 		{"valkey", URLShape{Scheme: "redis", TLSScheme: "rediss", Path: "/0"}},
 	}

@@ -163,7 +163,7 @@ func TestRequestRefusals(t *testing.T) {
 		{"declared block", Request{Address: "sandbox.dev", Key: "k"}, Invalid, `not an on-demand block`},
 		{"declared block without a key", Request{Address: "sandbox.dev"}, Invalid, `not an on-demand block`},
 		{"unallowed feature", Request{Address: "sandbox.agent", Key: "keep", Extensions: map[string][]string{"postgres": {"plpython3u"}}}, NotAllowed, `allowed: btree_gin, btree_gist, citext`},
-		{"unknown service", Request{Address: "sandbox.agent", Key: "keep", Extensions: map[string][]string{"mysql": nil}}, NotAllowed, `unknown service "mysql"; known services: postgres, redis, valkey`},
+		{"unknown service", Request{Address: "sandbox.agent", Key: "keep", Extensions: map[string][]string{"mongodb": nil}}, NotAllowed, `unknown service "mongodb"; known services: mysql, postgres, redis, valkey`},
 		{"service not opted in", Request{Address: "sandbox.kv", Key: "k", Extensions: map[string][]string{"postgres": {"vector"}}}, NotAllowed, `project "cache" does not opt in "postgres" (it opts in: redis)`},
 		{"negative ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "-1h"}, Invalid, `must not be negative`},
 		{"zero ttl", Request{Address: "sandbox.agent", Key: "k", TTL: "0"}, Invalid, `shorter than the minimum of 1m`},

@@ -27,6 +27,11 @@ func (s *Sandbox) PostgresURL() string { return s.URL("postgres") }
 // RedisURL is the Redis connection URL.
 func (s *Sandbox) RedisURL() string { return s.URL("redis") }
 
+// MySQLURL is the MySQL (MariaDB) connection URL,
+// mysql://user:password@host:port/database; go-sql-driver/mysql takes
+// the same parts as user:password@tcp(host:port)/database.
+func (s *Sandbox) MySQLURL() string { return s.URL("mysql") }
+
 // ValkeyURL is the Valkey connection URL (redis://, as Valkey's clients
 // and go-redis take it).
 func (s *Sandbox) ValkeyURL() string { return s.URL("valkey") }

@@ -1,6 +1,6 @@
 // Package services is the runtime-neutral contract of the services
 // sandboxer runs. Each service is a package of its own (services/postgres,
-// services/redis, services/valkey) holding what any runtime needs of it: the files and
+// services/redis, services/mysql, services/valkey) holding what any runtime needs of it: the files and
 // settings an instance starts with (init script, ACL file, server
 // arguments), the protocol probe with the handed-out credentials, and the
 // checks of its features once it answers, how its credentials rotate,
@@ -20,6 +20,7 @@ import (
 	"crypto/tls"
 
 	"github.com/sandboxer/sandboxer/services/contract"
+	"github.com/sandboxer/sandboxer/services/mysql"
 	"github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/services/valkey"
@@ -80,6 +81,11 @@ type (
 	// ModuleLoader is what a service whose features are Redis-style
 	// modules adds (Redis, Valkey): a runtime inspects its images with it.
 	ModuleLoader = contract.ModuleLoader
+	// FileInspector is what a service whose features an unstarted
+	// image's files tell adds (PostgreSQL, MySQL): a runtime inspects its
+	// images with it.
+	FileInspector = contract.FileInspector
+	ImageFiles    = contract.ImageFiles
 )
 
 // SnapshotFormats answers snapshot.Store's question of every service in
@@ -95,7 +101,7 @@ func SnapshotFormats(service string) (snapshot.FileFormat, bool) {
 // All is the catalogue: every service sandboxer runs, in no particular
 // order. A new service is one more entry here.
 func All() []Service {
-	return []Service{postgres.Service{}, redis.Service{}, valkey.Service{}}
+	return []Service{postgres.Service{}, redis.Service{}, mysql.Service{}, valkey.Service{}}
 }
 
 // Lookup returns the service named name.

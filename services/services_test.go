@@ -2,10 +2,12 @@ package services_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/services"
+	"github.com/sandboxer/sandboxer/services/mysql"
 	"github.com/sandboxer/sandboxer/services/valkey"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -85,6 +87,35 @@ func TestCatalogueData(t *testing.T) {
 	c := state.Credentials{Host: "127.0.0.1", Port: 6379, User: "app", Password: "p@ss"}
 	if got, want := c.URL("valkey"), valkey.URL(c, c.Host, c.Port); got != want {
 		t.Errorf("state's valkey URL %s, services/valkey's %s", got, want)
+	}
+	if got := cat.Allowed("mysql"); !slices.Equal(got, mysql.Allowed()) {
+		t.Errorf("config allows mysql %v, services/mysql %v", got, mysql.Allowed())
+	}
+	m := state.Credentials{Host: "127.0.0.1", Port: 3306, User: "app", Password: "p@ss/:?", Database: "app"}
+	if got, want := m.URL("mysql"), mysql.URL(m, m.Host, m.Port); got != want || !strings.HasPrefix(got, "mysql://app:") {
+		t.Errorf("state's mysql URL %s, services/mysql's %s", got, want)
+	}
+	m.CA, m.CAFile = "pem", "/tmp/a b/ca&.crt"
+	if got, want := m.URL("mysql"), mysql.URL(m, m.Host, m.Port); got != want || !strings.Contains(got, "ssl-mode=VERIFY_IDENTITY") {
+		t.Errorf("with TLS: state's mysql URL %s, services/mysql's %s", got, want)
+	}
+	if d := config.DefaultImagesOf("mysql"); len(d) != 1 || d[0].Ref != "mariadb:11.8" {
+		t.Errorf("mysql's default images %v, want the official mariadb:11.8", d)
+	}
+}
+
+// PostgreSQL and MySQL find an image's features in its files, without a
+// start: a runtime asks for FileInspector, never for their names.
+func TestFileInspectors(t *testing.T) {
+	for _, s := range services.All() {
+		_, files := s.(services.FileInspector)
+		_, modules := s.(services.ModuleLoader)
+		if files == modules {
+			t.Errorf("%s: FileInspector %v, ModuleLoader %v: a runtime could not tell how to inspect its images", s.Name(), files, modules)
+		}
+		if fi, ok := s.(services.FileInspector); ok && !strings.Contains(fi.FeaturesHint("docker"), `image "`+s.Name()+`"`) {
+			t.Errorf("%s: hint %q", s.Name(), fi.FeaturesHint("docker"))
+		}
 	}
 }
 

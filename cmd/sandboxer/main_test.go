@@ -93,6 +93,8 @@ func TestScripts(t *testing.T) {
 			"pgcheck":     cmdPgCheck,
 			"redischeck":  cmdRedisCheck,
 			"valkeycheck": cmdValkeyCheck,
+			"mysqlcheck":  cmdMySQLCheck,
+			"mariadbcli":  cmdMariaDBCLI,
 			"labelled":    cmdLabelled,
 			"dockerrm":    cmdDockerRm,
 			"saveenv":     cmdSaveEnv,

@@ -73,11 +73,15 @@ func (p *Provider) imageFacts(ctx context.Context, service string, img config.Im
 	v, err, _ := p.caps.flight.Do(key, func() (any, error) {
 		var f imageFacts
 		var err error
+		// How an image's features are found is the service's to say:
+		// in its files (PostgreSQL, MySQL) or by loading modules (Redis,
+		// Valkey).
 		s, _ := services.Lookup(service)
+		fi, files := s.(services.FileInspector)
 		ml, modules := s.(services.ModuleLoader)
 		switch {
-		case service == "postgres":
-			f, err = p.postgresCapabilities(ctx, ref, ii)
+		case files:
+			f, err = p.fileCapabilities(ctx, s, fi, ref, ii)
 		case modules:
 			f, err = p.moduleCapabilities(ctx, s, ml, img, ii)
 		default:

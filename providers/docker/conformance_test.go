@@ -2,6 +2,7 @@ package docker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/providers/providertest"
@@ -14,7 +15,7 @@ func TestConformance(t *testing.T) {
 		p, _ := newTestProvider(t)
 		lineage := newLineage(t, p)
 		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
-		return providertest.Subject{Provider: p, Lineage: lineage}
+		return providertest.Subject{Provider: p, Lineage: lineage, Servers: true, Runtime: "docker"}
 	})
 }
 
@@ -26,6 +27,20 @@ func TestConformanceValkey(t *testing.T) {
 		requireValkeyImage(t, p)
 		lineage := newLineage(t, p)
 		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
-		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"valkey": {}}}
+		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"valkey": {}}, Servers: true, Runtime: "docker"}
+	})
+}
+
+// TestConformanceMySQL runs the suite with mysql alone: service three
+// through nothing of the runtime's own (its data directory on the
+// sandbox's storage as any service's that keeps data).
+func TestConformanceMySQL(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) providertest.Subject {
+		p, _ := newTestProvider(t)
+		requireMySQLImage(t, p)
+		p.ReadyTimeout = 3 * time.Minute
+		lineage := newLineage(t, p)
+		t.Cleanup(func() { assertNothingLabelled(t, p, lineage) })
+		return providertest.Subject{Provider: p, Lineage: lineage, Features: config.FeatureSet{"mysql": {}}, Servers: true, Runtime: "docker"}
 	})
 }

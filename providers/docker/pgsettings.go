@@ -10,7 +10,8 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 )
 
-// pgDataMounts places the data directory as storage says, and puts a
+// dataMounts places a service's data directory (PostgreSQL's PGDATA,
+// MySQL's datadir: services.Start.NeedsData) as storage says, and puts a
 // tmpfs on every other path the image declares as a VOLUME (see
 // tmpfsMounts), so no unlabelled volume is made.
 //
@@ -35,29 +36,29 @@ import (
 // way `docker run` would mount the image's own volume: the data
 // directory is then made inside it by the entrypoint, and no mount hides
 // another.
-func pgDataMounts(ii image.InspectResponse, pgdata, storage string) (tmpfs map[string]string, volumes []string) {
+func dataMounts(ii image.InspectResponse, dataDir, storage string) (tmpfs map[string]string, volumes []string) {
 	tmpfs = tmpfsMounts(ii)
 	if storage == config.StorageTmpfs {
 		// A data directory below a declared VOLUME is on that VOLUME's
 		// tmpfs already; one mount inside another would only hide it.
 		for v := range tmpfs {
-			if below(pgdata, v) {
+			if below(dataDir, v) {
 				return tmpfs, nil
 			}
 		}
-		tmpfs[pgdata] = ""
+		tmpfs[dataDir] = ""
 		return tmpfs, nil
 	}
 	for v := range tmpfs {
 		// Every declared VOLUME that holds the data directory gets a
 		// labelled volume (one, but for odd images), none a tmpfs.
-		if below(pgdata, v) {
+		if below(dataDir, v) {
 			volumes = append(volumes, v)
 			delete(tmpfs, v)
 		}
 	}
 	if len(volumes) == 0 {
-		return tmpfs, []string{pgdata}
+		return tmpfs, []string{dataDir}
 	}
 	slices.Sort(volumes)
 	return tmpfs, volumes

@@ -25,7 +25,7 @@ const (
 // unless the provider turns templates off; else, and to make a template,
 // it runs the official-image contract with sandboxer's admin as
 // POSTGRES_USER (the image makes it a superuser), the data directory on a
-// labelled anonymous volume or a tmpfs (see pgDataMounts) and durability
+// labelled anonymous volume or a tmpfs (see dataMounts) and durability
 // switched off (a sandbox is disposable). The app role,
 // its database and the requested extensions are made by an init script
 // during the image's first start (see pginit.go); readiness is the app
@@ -66,7 +66,7 @@ func (p *Provider) startPostgres(ctx context.Context, b *build, feats []string, 
 		},
 		Port: postgresPort,
 	}
-	spec.Tmpfs, spec.Volumes = pgDataMounts(ii, pgdata, p.cfg.Storage)
+	spec.Tmpfs, spec.Volumes = dataMounts(ii, pgdata, p.cfg.Storage)
 	spec.Cmd = append(spec.Cmd, pgsvc.LeanArgs...)
 	spec.Cmd = append(spec.Cmd, pgsvc.PreloadArgs(feats)...)
 	// What the server runs with during a template's init (pgtemplate.go).

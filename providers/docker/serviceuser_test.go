@@ -104,7 +104,7 @@ func TestPGDataMounts(t *testing.T) {
 			if storage == "" {
 				storage = "volume"
 			}
-			tmpfs, volumes := pgDataMounts(tc.ii, tc.pgdata, storage)
+			tmpfs, volumes := dataMounts(tc.ii, tc.pgdata, storage)
 			if diff := cmp.Diff(tc.wantTmpfs, tmpfs); diff != "" {
 				t.Errorf("tmpfs (-want +got):\n%s", diff)
 			}

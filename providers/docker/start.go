@@ -16,7 +16,9 @@ import (
 // its files copied in before start, into secretDir (so no password is on
 // the command line or in the environment) and wherever it mounts one
 // alone; its args after the image's entrypoint; the instance's TLS files
-// beside its own; a tmpfs on every VOLUME the image declares. It waits
+// beside its own; a tmpfs on every VOLUME the image declares; its data
+// root (Start.NeedsData) on the sandbox's storage, as PostgreSQL's data
+// directory; an empty read-only tmpfs on each of its EmptyDirs. It waits
 // for the service's own readiness check (Ready, through waitReady, which
 // sees a container that exits) and records what the instance offers.
 // PostgreSQL starts from a template instead (postgres.go).
@@ -31,7 +33,7 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 	if err != nil {
 		return err
 	}
-	at := services.Placement{SecretDir: secretDir}
+	at := services.Placement{SecretDir: secretDir, DataRoot: dataRoot}
 	t := b.reach.tls
 	if t != nil {
 		at.TLSCert, at.TLSKey, at.TLSCA = secretPath(tlsCertName), secretPath(tlsKeyName), secretPath(tlsCAName)
@@ -40,11 +42,6 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 		Modules: img.Modules, SelfLoaded: facts.SelfLoaded, ImageEnv: imageEnvOf(ii)}, at)
 	if err != nil {
 		return err
-	}
-	if st.NeedsData {
-		// Only PostgreSQL keeps data of its own so far, and it starts
-		// from a template (postgres.go).
-		return fmt.Errorf("service %s keeps data, which the docker provider places only for postgres", svc)
 	}
 	var forker services.Forker
 	if b.fork != nil {
@@ -59,6 +56,15 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 	b.addSecrets(st.Derived...)
 	port := nat.Port(fmt.Sprintf("%d/tcp", s.Port()))
 	spec := containerSpec{Service: svc, Image: img.Ref, Cmd: st.Args, Env: st.Env, Port: port, Tmpfs: tmpfsMounts(ii)}
+	if st.NeedsData {
+		// The data root on the sandbox's storage (a labelled volume or a
+		// tmpfs), as PostgreSQL's data directory is.
+		spec.Tmpfs, spec.Volumes = dataMounts(ii, at.DataRoot, p.cfg.Storage)
+	}
+	for _, dir := range st.EmptyDirs {
+		// Empty and read-only, root's: nothing to read, nowhere to write.
+		spec.Tmpfs[dir] = emptyDirOptions
+	}
 	var files []containerFile
 	for _, name := range slices.Sorted(maps.Keys(st.Files)) {
 		files = append(files, containerFile{Path: secretPath(name), Content: st.Files[name], Mode: 0o600})
@@ -102,3 +108,13 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 	b.done(svc, c, available)
 	return nil
 }
+
+// dataRoot is where a service that keeps data keeps it
+// (services.Placement.DataRoot): a path no image uses, so a VOLUME the
+// image declares for its own data directory gets the tmpfs every VOLUME
+// gets and the data goes where storage says.
+const dataRoot = "/var/lib/sandboxer"
+
+// emptyDirOptions mount an empty tmpfs read-only, owned by root with
+// mode 0700, of the smallest size (services.Start.EmptyDirs).
+const emptyDirOptions = "ro,mode=0700,size=4k"

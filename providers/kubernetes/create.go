@@ -348,7 +348,7 @@ func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun,
 			data[name] = content
 		}
 		run := serviceRun{Name: svc, Image: img.Ref, Args: st.Args, Env: envVars(st.Env), Port: s.Port(), Facts: f,
-			Keys: slices.Sorted(maps.Keys(st.Files)), SecretFiles: st.Mounts}
+			Keys: slices.Sorted(maps.Keys(st.Files)), SecretFiles: st.Mounts, EmptyDirs: st.EmptyDirs}
 		if st.NeedsData {
 			run.DataVolume, run.DataDir = "data-"+svc, dataRoot
 		}

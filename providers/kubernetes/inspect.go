@@ -23,14 +23,14 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
 	"github.com/sandboxer/sandboxer/services"
-	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 )
 
 // An inspection is a short-lived pod of the image that runs `sleep`
 // (nothing of the image's own runs) with every capability dropped, as the
 // image's default user; sandboxer reads what it needs over the exec API:
 // the service user's uid and gid (`id`), the image's environment, and for
-// PostgreSQL the extension control files (`tar -cf -`). Redis modules are
+// a services.FileInspector (PostgreSQL, MySQL) the files its features are
+// read from (`tar -cf -`). Redis modules are
 // found by loading them in a second pod that runs the server as a sandbox
 // would (moduleFeatures). The pods are labelled LabelInspect, never
 // managed, and bounded by activeDeadlineSeconds, so one a killed run left
@@ -73,21 +73,23 @@ func (p *Provider) inspect(ctx context.Context, service string, img config.Image
 	if err != nil {
 		return imageFacts{}, "", fmt.Errorf("image %s: %w", img.Ref, err)
 	}
+	// How an image's features are found is the service's to say: in its
+	// files (PostgreSQL, MySQL) or by loading modules (Redis, Valkey).
 	s, _ := services.Lookup(service)
+	fi, files := s.(services.FileInspector)
 	ml, modules := s.(services.ModuleLoader)
 	switch {
-	case service == pgsvc.Name:
+	case files:
 		allowed := p.cat.Allowed(service)
 		var versions map[string]string
-		err := retryCut(ctx, "read the extensions of image "+img.Ref, name, func() (err error) {
-			versions, err = pgsvc.Extensions(ctx, podFiles{r: r}, f.env("PG_MAJOR"), func(n string) bool { return slices.Contains(allowed, n) })
+		err := retryCut(ctx, "read the features of image "+img.Ref, name, func() (err error) {
+			versions, err = fi.ImageFeatures(ctx, podFiles{r: r}, f.env, allowed)
 			return err
 		})
 		if err != nil {
 			return imageFacts{}, "", fmt.Errorf("image %s: %w", img.Ref, err)
 		}
-		f.ImageCapabilities = plan.ImageCapabilities{Features: map[string]string{},
-			Hint: `use a postgres image that ships it: provider "kubernetes" { image "postgres" { ref = "…" } }`}
+		f.ImageCapabilities = plan.ImageCapabilities{Features: map[string]string{}, Hint: fi.FeaturesHint("kubernetes")}
 		for _, e := range allowed {
 			if v, ok := versions[e]; ok {
 				f.Features[e] = v

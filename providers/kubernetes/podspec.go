@@ -64,6 +64,9 @@ type serviceRun struct {
 	// DataDir, when set, is a directory on an emptyDir volume of its own
 	// named DataVolume (a tmpfs with provider storage "tmpfs").
 	DataVolume, DataDir string
+	// EmptyDirs are empty directories mounted read-only
+	// (services.Start.EmptyDirs: MySQL's secure_file_priv).
+	EmptyDirs []string
 	// Projected, when set, is mounted read-only at pgsvc.TemplateMount
 	// (a template's parts, pgtemplate.go).
 	Projected *corev1.ProjectedVolumeSource
@@ -115,6 +118,12 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 				ed.Medium = corev1.StorageMediumMemory
 			}
 			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: r.DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+		}
+		for i, dir := range r.EmptyDirs {
+			name := fmt.Sprintf("empty-%s-%d", dnsSanitize(r.Name), i)
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+				EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(4<<10, resource.BinarySI)}}})
 		}
 		if r.Projected != nil {
 			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: templateVolume, VolumeSource: corev1.VolumeSource{Projected: r.Projected}})

@@ -15,7 +15,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +37,13 @@ type Subject struct {
 	// Features is what each instance runs; nil means bare postgres and
 	// redis.
 	Features config.FeatureSet
+	// Servers: real servers answer behind the provider (not the
+	// in-memory fake), so the service-level capabilities run (credential
+	// rotation, data movement).
+	Servers bool
+	// Runtime labels the results in the conformance table ("docker",
+	// "kubernetes"); "" records nothing (record.go).
+	Runtime string
 }
 
 // Run runs every conformance test; newSubject is called once per test.
@@ -52,9 +61,14 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"Inventory", testInventory},
 		{"NetworkChecker", testNetworkChecker},
 		{"Pinger", testPinger},
+		{"RotateCredentials", testRotateCredentials},
+		{"DataRoundTrip", testDataRoundTrip},
 	}
+	res := Result{Outcomes: map[string]string{}}
+	ran := map[string]bool{}
+	var mu sync.Mutex
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		ok := t.Run(tc.name, func(t *testing.T) {
 			sub := newSubject(t)
 			s := &suite{Subject: sub}
 			if s.Lineage == "" {
@@ -63,8 +77,34 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 			if s.Features == nil {
 				s.Features = config.FeatureSet{"postgres": {}, "redis": {}}
 			}
+			mu.Lock()
+			res.Runtime, res.Services = s.Runtime, s.Features.Services()
+			ran[tc.name] = true
+			mu.Unlock()
+			// t.Skip ends the test's goroutine: a deferred check sees it.
+			defer func() {
+				if t.Skipped() {
+					mu.Lock()
+					res.Outcomes[tc.name] = Skipped
+					mu.Unlock()
+				}
+			}()
 			tc.fn(t, s)
 		})
+		mu.Lock()
+		if _, skipped := res.Outcomes[tc.name]; ran[tc.name] && !skipped {
+			res.Outcomes[tc.name] = Failed
+			if ok {
+				res.Outcomes[tc.name] = Passed
+			}
+		}
+		mu.Unlock()
+	}
+	// Only a whole run is recorded (a -run filter leaves tests out).
+	if os.Getenv(RecordEnv) == "1" && res.Runtime != "" && len(ran) == len(tests) {
+		if err := res.write(); err != nil {
+			t.Errorf("record the conformance results: %v", err)
+		}
 	}
 }
 

@@ -59,6 +59,8 @@ func main() {
 	cfg := fmt.Sprintf(`provider "%s" {
   image "postgres" { ref = "sandboxer.local/postgres:17" }
   image "redis"    { ref = "sandboxer.local/redis:7" }
+  image "mysql"    { ref = "sandboxer.local/mysql:11.8" }
+  image "valkey"   { ref = "sandboxer.local/valkey:8" }
 }
 project "bench" {
   services = [%s]

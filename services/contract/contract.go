@@ -122,6 +122,11 @@ type Start struct {
 	// Derived are values that are no passwords but have no business in
 	// a message either (a SCRAM verifier): the runtime scrubs them.
 	Derived []state.Secret
+	// EmptyDirs are directories the service's settings name that must
+	// exist, empty and read-only, on storage of the instance's own
+	// (MySQL's secure_file_priv: nothing to read there, nowhere to
+	// write). A runtime mounts an empty read-only file system at each.
+	EmptyDirs []string
 	// NeedsData: the service keeps its data under Placement.DataRoot.
 	NeedsData bool
 }
@@ -190,4 +195,27 @@ type ForkCopy struct {
 	Method string
 	// Held is how long the instance's writers were held.
 	Held time.Duration
+}
+
+// ImageFiles reads an image's files without running anything of it: a
+// runtime's way in (on Docker, docker cp from a created container; on
+// Kubernetes, tar over exec in a pod that runs sleep).
+type ImageFiles interface {
+	// Read returns a tar stream of path, a directory or a file; an error
+	// wrapping fs.ErrNotExist when the image has none.
+	Read(ctx context.Context, path string) (io.ReadCloser, error)
+}
+
+// FileInspector is a service whose features an image's files tell, read
+// without starting it (PostgreSQL's extension control files, MySQL's
+// plugin libraries): no server start, so no initialisation. A runtime
+// asks for this interface instead of branching on the services' names.
+type FileInspector interface {
+	// ImageFeatures returns the features of allowed the image ships,
+	// name → version ("" where its files say none); env reads the
+	// image's environment.
+	ImageFeatures(ctx context.Context, files ImageFiles, env func(name string) string, allowed []string) (map[string]string, error)
+	// FeaturesHint says how to get a missing feature, for a runtime's
+	// provider block label ("docker", "kubernetes").
+	FeaturesHint(runtime string) string
 }

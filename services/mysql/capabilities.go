@@ -10,14 +10,34 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/sandboxer/sandboxer/services/contract"
 )
 
 // ImageFiles reads an image's files without running anything of it: the
 // runtime's way in (on Docker, docker cp from a created container).
-type ImageFiles interface {
-	// Read returns a tar stream of path, a directory or a file; an error
-	// wrapping fs.ErrNotExist when the image has none.
-	Read(ctx context.Context, path string) (io.ReadCloser, error)
+type ImageFiles = contract.ImageFiles
+
+// ImageFeatures is contract.FileInspector's question: the allowed
+// plugins whose library the image ships (Features). The files say no
+// version; the running server's is reported after start (Verify).
+func (Service) ImageFeatures(ctx context.Context, files ImageFiles, _ func(string) string, allowed []string) (map[string]string, error) {
+	feats, err := Features(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, f := range feats {
+		if slices.Contains(allowed, f) {
+			out[f] = ""
+		}
+	}
+	return out, nil
+}
+
+// FeaturesHint says how to get a missing plugin.
+func (Service) FeaturesHint(runtime string) string {
+	return `use a mysql (MariaDB) image that ships its plugin library: provider "` + runtime + `" { image "mysql" { ref = "…" } }`
 }
 
 // PluginDirs are where images keep server plugins: Debian's packages

@@ -12,19 +12,14 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/sandboxer/sandboxer/services/contract"
 	"github.com/sandboxer/sandboxer/state"
 )
 
 // Runner runs commands in, and copies files into, the container (or pod)
 // of one instance: the runtime's exec and copy. Data moves with the
 // server's own tools, so the service needs nothing else of a runtime.
-type Runner interface {
-	// Exec runs cmd as user; stdout, when not nil, receives its output.
-	Exec(ctx context.Context, user string, cmd []string, stdout io.Writer) error
-	// CopyIn puts files into dir: files maps names to local paths,
-	// inline names to contents.
-	CopyIn(ctx context.Context, dir string, files map[string]string, inline map[string][]byte) error
-}
+type Runner = contract.Runner
 
 // Data moves one instance's data: the handed-out database as SQL
 // (mariadb-dump's format, which the mysql tools read too).
@@ -41,28 +36,40 @@ type Data struct {
 	Creds state.Credentials
 }
 
-// OSUser runs the data tools in the container.
+// OSUser runs the data tools in the container. A runtime whose exec
+// cannot choose the user (Kubernetes: the container's own, the image's
+// mysql account) runs them as that user instead; asSocketUser logs in as
+// whichever it is.
 const OSUser = "root"
+
+// asSocketUser runs tool over the server's socket as the account named
+// like the OS user running it (root, or the server's own mysql account
+// where exec runs as the container's user): both log in through
+// unix_socket without a password (InitScript). The arguments are sh's
+// positional parameters, never parsed as shell.
+func asSocketUser(tool string, args ...string) []string {
+	return append([]string{"sh", "-c", `exec "$0" --protocol=socket --user="$(id -un)" "$@"`, tool}, args...)
+}
 
 // Dump writes the handed-out database as SQL: tables, data, views,
 // routines, triggers and events, without DEFINER clauses and without
 // CREATE DATABASE/USE, so it loads into any database.
 func (d Data) Dump(ctx context.Context, w io.Writer) error {
 	fw := &definerFilter{w: bufio.NewWriter(w)}
-	err := d.Run.Exec(ctx, OSUser, []string{"mariadb-dump", "--protocol=socket", "-uroot",
+	err := d.Run.Exec(ctx, OSUser, asSocketUser("mariadb-dump",
 		"--single-transaction", "--routines", "--triggers", "--events", "--hex-blob",
-		"--skip-comments", "--skip-dump-date", d.Creds.Database}, fw)
+		"--skip-comments", "--skip-dump-date", d.Creds.Database), fw)
 	if err != nil {
 		return fmt.Errorf("mariadb-dump %s: %w", d.Creds.Database, err)
 	}
 	return fw.Close()
 }
 
-// Load replaces the handed-out database with the dump at localPath: the
+// LoadFile replaces the handed-out database with the dump at localPath: the
 // database is dropped and made again empty (as root), then the dump runs
 // in it as the handed-out user over the socket. A dump that fails half way
 // leaves what it loaded so far.
-func (d Data) Load(ctx context.Context, localPath string) error {
+func (d Data) LoadFile(ctx context.Context, localPath string) error {
 	c := d.Creds
 	dir := "/tmp/sandboxer-load-" + randomHex(6)
 	if err := d.Run.CopyIn(ctx, dir, map[string]string{"data.sql": localPath}, map[string][]byte{"client.cnf": d.clientCnf()}); err != nil {
@@ -72,8 +79,8 @@ func (d Data) Load(ctx context.Context, localPath string) error {
 		_ = d.Run.Exec(context.WithoutCancel(ctx), "root", []string{"rm", "-rf", dir}, nil)
 	}()
 	db := QuoteIdent(c.Database)
-	if err := d.Run.Exec(ctx, OSUser, []string{"mariadb", "--protocol=socket", "-uroot", "-e",
-		"DROP DATABASE IF EXISTS " + db + "; CREATE DATABASE " + db + " CHARACTER SET utf8mb4"}, nil); err != nil {
+	if err := d.Run.Exec(ctx, OSUser, asSocketUser("mariadb", "-e",
+		"DROP DATABASE IF EXISTS "+db+"; CREATE DATABASE "+db+" CHARACTER SET utf8mb4"), nil); err != nil {
 		return fmt.Errorf("empty database %s: %w", c.Database, err)
 	}
 	if err := d.Run.Exec(ctx, OSUser, d.runFile(dir, path.Join(dir, "data.sql")), nil); err != nil {

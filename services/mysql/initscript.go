@@ -40,7 +40,9 @@ const AppPrivileges = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, REFERENCES,
 // InitScript is the SQL the entrypoint runs as root: root@localhost also
 // by the socket's peer (OS root in the container, for the data tools,
 // without a password on any command line), the app database, the app
-// user from a mysql_native_password hash computed here (the clear-text
+// user from a mysql_native_password hash computed here, the runtime's
+// admin account when it is not root (every privilege, over TCP; never
+// handed out) (the clear-text
 // password never enters the container), its grants, and the requested
 // plugins (features must already be on the allowlist). The SQL is
 // MariaDB's dialect (IDENTIFIED VIA, BEGIN NOT ATOMIC).
@@ -49,6 +51,20 @@ func InitScript(c state.Credentials, feats []string) []byte {
 	b.WriteString("-- Written by sandboxer; run once by the image's entrypoint as root.\n")
 	fmt.Fprintf(&b, "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING %s;\n",
 		QuoteString(NativePasswordHash(c.AdminPassword.Reveal())))
+	// The server's own OS account, through the socket only: where a
+	// runtime's exec runs as the container's user (mysql) rather than
+	// root, the data tools log in as it (data.go). Only a process of that
+	// OS user in the container can, which could read the data directory
+	// anyway.
+	b.WriteString("CREATE OR REPLACE USER 'mysql'@'localhost' IDENTIFIED VIA unix_socket;\n")
+	b.WriteString("GRANT ALL PRIVILEGES ON *.* TO 'mysql'@'localhost';\n")
+	if c.AdminUser != "" && c.AdminUser != AdminUser {
+		// The runtime's admin, over TCP (root is the socket's and
+		// localhost's only): rotation and nothing the user sees.
+		fmt.Fprintf(&b, "CREATE USER %s IDENTIFIED VIA mysql_native_password USING %s;\n",
+			Account(c.AdminUser), QuoteString(NativePasswordHash(c.AdminPassword.Reveal())))
+		fmt.Fprintf(&b, "GRANT ALL PRIVILEGES ON *.* TO %s;\n", Account(c.AdminUser))
+	}
 	fmt.Fprintf(&b, "CREATE DATABASE %s CHARACTER SET utf8mb4;\n", QuoteIdent(c.Database))
 	fmt.Fprintf(&b, "CREATE USER %s IDENTIFIED VIA mysql_native_password USING %s;\n",
 		Account(c.User), QuoteString(NativePasswordHash(c.Password.Reveal())))

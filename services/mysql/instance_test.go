@@ -195,7 +195,7 @@ func TestInstance(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), "dump.sql")
 		writeFile(t, path, dump.Bytes())
-		if err := d.Load(ctx, path); err != nil {
+		if err := d.LoadFile(ctx, path); err != nil {
 			t.Fatal(err)
 		}
 		app2 := in.open(t, c.User, c.Password, c.Database) // Load dropped the database the old sessions used
@@ -230,7 +230,7 @@ func TestInstance(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := (Data{Run: in.ctr, Creds: other}).Load(ctx, path); err != nil {
+		if err := (Data{Run: in.ctr, Creds: other}).LoadFile(ctx, path); err != nil {
 			t.Fatalf("load into another user's database: %v", err)
 		}
 		carried := in.open(t, other.User, other.Password, other.Database)
@@ -261,7 +261,7 @@ func TestInstance(t *testing.T) {
 		// A dump that fails half way is an error, not a partial success.
 		broken := filepath.Join(dir, "broken.sql")
 		writeFile(t, broken, []byte("CREATE TABLE first_half (id INT);\nTHIS IS NOT SQL;\nCREATE TABLE second_half (id INT);\n"))
-		if err := (Data{Run: in.ctr, Creds: other}).Load(ctx, broken); err == nil {
+		if err := (Data{Run: in.ctr, Creds: other}).LoadFile(ctx, broken); err == nil {
 			t.Error("Load of a dump with a bad statement succeeded")
 		}
 		if _, err := carried.ExecContext(ctx, "SELECT * FROM second_half"); mysqlErr(err) != 1146 {

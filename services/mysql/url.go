@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -24,11 +25,17 @@ func URL(c state.Credentials, host string, port int) string {
 		Path:   "/" + c.Database,
 	}
 	if c.CA != "" {
-		q := url.Values{"ssl-mode": {"VERIFY_IDENTITY"}}
+		u.RawQuery = "ssl-mode=VERIFY_IDENTITY"
 		if c.CAFile != "" {
-			q.Set("ssl-ca", c.CAFile)
+			u.RawQuery += "&ssl-ca=" + queryPath(c.CAFile)
 		}
-		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// queryPath escapes a file path for a query value, keeping its slashes
+// readable (as state's URLs do).
+func queryPath(p string) string {
+	escaped := (&url.URL{Path: p}).EscapedPath()
+	return strings.NewReplacer("&", "%26", "=", "%3D", "+", "%2B").Replace(escaped)
 }

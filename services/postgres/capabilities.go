@@ -9,15 +9,25 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
+
+	"github.com/sandboxer/sandboxer/services/contract"
 )
 
 // ImageFiles reads an image's files without running anything of it: the
 // runtime's way in (on Docker, docker cp from a created container).
-type ImageFiles interface {
-	// Read returns a tar stream of path, a directory or a file; an error
-	// wrapping fs.ErrNotExist when the image has none.
-	Read(ctx context.Context, path string) (io.ReadCloser, error)
+type ImageFiles = contract.ImageFiles
+
+// ImageFeatures is contract.FileInspector's question: the allowed
+// extensions the image ships (Extensions, for the image's PG_MAJOR).
+func (Service) ImageFeatures(ctx context.Context, files ImageFiles, env func(string) string, allowed []string) (map[string]string, error) {
+	return Extensions(ctx, files, env("PG_MAJOR"), func(name string) bool { return slices.Contains(allowed, name) })
+}
+
+// FeaturesHint says how to get a missing extension.
+func (Service) FeaturesHint(runtime string) string {
+	return `use a postgres image that ships it: provider "` + runtime + `" { image "postgres" { ref = "…" } }`
 }
 
 // Extensions lists the extensions an image ships that wanted accepts,

@@ -4,7 +4,7 @@ project "p" {
   env_prefix = "1BAD" # ERROR: Invalid env_prefix
 
   profile "rag" {
-    services   = ["postgres", "mysql"] # ERROR: Unknown service
+    services   = ["postgres", "mongodb"] # ERROR: Unknown service
     extensions = { postgres = ["plpython3u"] } # ERROR: Feature not allowed
   }
 

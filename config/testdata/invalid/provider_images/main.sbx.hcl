@@ -1,8 +1,8 @@
 provider "docker" {
   memory_mb  = 1.5 # ERROR: Invalid value
   pids_limit = 0   # ERROR: Invalid value
-  image "mysql" { # ERROR: Unknown service
-    ref = "mysql:8"
+  image "mongodb" { # ERROR: Unknown service
+    ref = "mongo:8"
   }
   image "redis" {
     ref     = "" # ERROR: Invalid image reference

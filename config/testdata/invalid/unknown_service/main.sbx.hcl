@@ -1,7 +1,7 @@
 project "billing" {
-  services = ["postgres", "mysql"] # ERROR: Unknown service
+  services = ["postgres", "mongodb"] # ERROR: Unknown service
   extensions = {
-    mongodb = ["x"] # ERROR: Unknown service
+    couchdb = ["x"] # ERROR: Unknown service
   }
 }
 
