@@ -137,6 +137,11 @@ type Forked struct {
 // when the engine's host lacks the disk or memory the copies need.
 var ErrNoRoom = errors.New("not enough room on the engine's host")
 
+// ErrNotForkable is wrapped by a Forker's refusal, before anything
+// started, when one of the instance's services has no way to be forked
+// (it implements no services.Forker).
+var ErrNotForkable = errors.New("cannot be forked")
+
 // Forwarder reaches an instance's services from this host through its
 // runtime when the instance's own addresses do not route here (the
 // Kubernetes runtime's port-forward over the API server, whose endpoint

@@ -177,7 +177,7 @@ func (b *Broker) Fork(ctx context.Context, req ForkRequest) (*ForkResult, error)
 	if err != nil {
 		b.emitFor(events.Failed, t, src.Generation, "fork: "+err.Error())
 		switch {
-		case errors.Is(err, apply.ErrNoRoom):
+		case errors.Is(err, apply.ErrNoRoom), errors.Is(err, apply.ErrNotForkable):
 			return nil, &Error{Kind: Unavailable, Msg: err.Error(), Err: err}
 		case errors.Is(err, apply.ErrNotFound):
 			return nil, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s is not running: %v; request it again, then fork", srcAddr, err), Err: err}

@@ -119,11 +119,19 @@ func TestFileInspectors(t *testing.T) {
 	}
 }
 
-// Every service in the catalogue can be forked (sandboxer fork).
+// Every service in the catalogue can be forked (sandboxer fork), but
+// those listed here: a fork of a sandbox with one is refused before
+// anything starts (apply.ErrNotForkable). The list only shrinks.
 func TestEveryServiceForks(t *testing.T) {
+	notYet := map[string]string{
+		// MariaDB's files are consistent at one instant only under a
+		// backup lock (BACKUP STAGE), not written yet.
+		"mysql": "BACKUP STAGE capture not written",
+	}
 	for _, s := range services.All() {
-		if _, ok := s.(services.Forker); !ok {
-			t.Errorf("service %s does not implement services.Forker", s.Name())
+		_, ok := s.(services.Forker)
+		if _, listed := notYet[s.Name()]; ok == listed {
+			t.Errorf("service %s: Forker %v, listed as not forkable %v", s.Name(), ok, listed)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		}
 		f, ok := s.(services.Forker)
 		if !ok {
-			return nil, fmt.Errorf("fork %s: service %s cannot be forked", src.Address, svc)
+			return nil, fmt.Errorf("fork %s: service %s %w: take a snapshot and request with restore instead", src.Address, svc, apply.ErrNotForkable)
 		}
 		id, c, err := serviceOf(src, svc)
 		if err != nil {
