@@ -1,9 +1,14 @@
 package state
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -70,5 +75,134 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if _, ok := after.Damaged[sampleRecord(1).Address]; !ok {
 		t.Errorf("the newer record was overwritten")
+	}
+}
+
+const committerEnv = "SANDBOXER_STATE_TEST_COMMITTER"
+
+// TestCommitterProcess is not a test: it is a child of
+// TestGroupCommitAcrossProcesses. Its goroutines put records
+// sandbox.p<ID>[i] on the state file in the environment, and it prints
+// each record's index once its Put has returned nil.
+func TestCommitterProcess(t *testing.T) {
+	env := os.Getenv(committerEnv) // "path|id|records"
+	if env == "" {
+		return
+	}
+	parts := strings.Split(env, "|")
+	n, _ := strconv.Atoi(parts[2])
+	s := Open(parts[0])
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	fails := 0
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := sampleRecord(i)
+			rec.Address = fmt.Sprintf("sandbox.p%s[%d]", parts[1], i)
+			err := s.Put(context.Background(), rec)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				fmt.Println("error:", err)
+				fails++
+				return
+			}
+			fmt.Println(i)
+		}()
+	}
+	wg.Wait()
+	if fails > 0 {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Several processes put on one state file at once, each with many
+// goroutines (so each process groups its changes), and one of them is
+// killed with SIGKILL midway. Every Put a survivor saw succeed is in the
+// file, the serial moved once per record present, and the file opens
+// and writes afterwards: a dead writer loses at most its own
+// unacknowledged changes.
+func TestGroupCommitAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	path := statePath(t)
+	newState(t, path)
+	before, err := Open(path).Inspect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const procs, perProc = 4, 60
+	type child struct {
+		cmd  *exec.Cmd
+		out  *bufio.Scanner
+		done []int
+	}
+	children := make([]*child, procs)
+	for p := range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCommitterProcess$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", committerEnv, path, p, perProc))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		children[p] = &child{cmd: cmd, out: bufio.NewScanner(out)}
+	}
+	// Kill the first child once it has committed a few changes.
+	victim := children[0]
+	for victim.out.Scan() {
+		if i, err := strconv.Atoi(victim.out.Text()); err == nil {
+			victim.done = append(victim.done, i)
+		}
+		if len(victim.done) == 3 {
+			break
+		}
+	}
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	victim.cmd.Wait()
+	for p, c := range children[1:] {
+		for c.out.Scan() {
+			i, err := strconv.Atoi(c.out.Text())
+			if err != nil {
+				t.Errorf("child %d: %s", p+1, c.out.Text())
+				continue
+			}
+			c.done = append(c.done, i)
+		}
+		if err := c.cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v", p+1, err)
+		}
+		if len(c.done) != perProc {
+			t.Errorf("child %d committed %d of %d", p+1, len(c.done), perProc)
+		}
+	}
+	s := Open(path)
+	after, err := s.Inspect(ctx)
+	if err != nil {
+		t.Fatalf("the state after a writer was killed: %v", err)
+	}
+	for p, c := range children {
+		for _, i := range c.done {
+			if after.Records[fmt.Sprintf("sandbox.p%d[%d]", p, i)] == nil {
+				t.Errorf("sandbox.p%d[%d] was acknowledged and is missing", p, i)
+			}
+		}
+	}
+	present := len(after.Records) - len(before.Records)
+	if want := before.Serial + uint64(present); after.Serial != want {
+		t.Errorf("serial %d with %d new records from serial %d, want %d", after.Serial, present, before.Serial, want)
+	}
+	if present < (procs-1)*perProc+3 {
+		t.Errorf("%d new records, want at least %d", present, (procs-1)*perProc+3)
+	}
+	if err := s.Put(ctx, sampleRecord(999)); err != nil {
+		t.Fatalf("a write after the kill: %v", err)
 	}
 }
