@@ -29,6 +29,11 @@ type ImageCapabilities struct {
 	Unusable map[string]string `json:"unusable,omitempty"`
 	// Hint says how to get a missing feature with this kind of image.
 	Hint string `json:"hint,omitempty"`
+	// Generations maps a provided feature that comes in API generations
+	// to the one the image has ("search": "1" for RediSearch 1.2), as the
+	// service detects it from the module's reported version; a feature
+	// absent from it has one API or an unknown one.
+	Generations map[string]string `json:"generations,omitempty"`
 }
 
 // Shortfall is one planned instance whose images cannot provide some of
@@ -93,9 +98,23 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 				continue
 			}
 			var missing []string
+			var wrongGen map[string]string
 			for _, f := range c.After.Features[svc] {
-				if _, ok := ic.Features[f]; !ok {
+				name, gen := config.ParseFeature(f)
+				if _, ok := ic.Features[name]; !ok {
 					missing = append(missing, f)
+					continue
+				}
+				// A generation asked for must be the one the image has; an
+				// image that does not say is not checked, as an image that
+				// was not inspected.
+				if has, known := ic.Generations[name]; gen != "" && known && has != gen {
+					missing = append(missing, f)
+					if wrongGen == nil {
+						wrongGen = map[string]string{}
+					}
+					wrongGen[f] = fmt.Sprintf("the image's %s is API generation %s (version %s), not %s",
+						name, has, ic.Features[name], gen)
 				}
 			}
 			if len(missing) == 0 {
@@ -103,9 +122,13 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 			}
 			sort.Strings(missing)
 			s := Shortfall{Addr: c.Addr, Service: svc, Image: ic.Image, Missing: missing,
-				Provided: provided(ic.Features), Hint: ic.Hint}
+				Provided: ic.provided(), Hint: ic.Hint}
 			for _, f := range missing {
-				if why, ok := ic.Unusable[f]; ok {
+				why, ok := ic.Unusable[config.FeatureName(f)]
+				if w, gen := wrongGen[f]; gen {
+					why, ok = w, true
+				}
+				if ok {
 					if s.Why == nil {
 						s.Why = map[string]string{}
 					}
@@ -128,14 +151,20 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 	return &UnprovidableError{Shortfalls: out}
 }
 
-// provided renders an image's features as sorted "name version" items.
-func provided(features map[string]string) []string {
-	out := make([]string, 0, len(features))
-	for f, v := range features {
+// provided renders an image's features as sorted "name version" items,
+// with the API generation of a feature that has one ("search 1.2.0
+// (API generation 1)").
+func (ic ImageCapabilities) provided() []string {
+	out := make([]string, 0, len(ic.Features))
+	for f, v := range ic.Features {
+		item := f
 		if v != "" {
-			f += " " + v
+			item += " " + v
 		}
-		out = append(out, f)
+		if g := ic.Generations[f]; g != "" {
+			item += " (API generation " + g + ")"
+		}
+		out = append(out, item)
 	}
 	slices.Sort(out)
 	return out
