@@ -347,7 +347,7 @@ func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Rec
 		// The runtime loads features by name; their generations were
 		// checked against the images by the preflight.
 		Features: ch.After.Features.Names(),
-		Images: ch.After.Images, Networks: ch.After.Networks, Publish: ch.After.Publish(),
+		Images:   ch.After.Images, Networks: ch.After.Networks, Publish: ch.After.Publish(),
 		Database: ch.Database, Runtime: ch.After.Runtime,
 	})
 	if err != nil {

@@ -151,6 +151,38 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 	return &UnprovidableError{Shortfalls: out}
 }
 
+// NoteGenerations records on every create and replace of changes the API
+// generation each of its features has on the image it will run
+// (Sandbox.Generations), for the plan to show. Like Unprovidable it only
+// reads caps; images not in caps are left unsaid.
+func NoteGenerations(changes []*Change, caps Capabilities) {
+	for _, c := range changes {
+		if (c.Action != Create && c.Action != CreateThenDelete) || c.After == nil {
+			continue
+		}
+		for _, svc := range c.After.Features.Services() {
+			ic, known := caps[ImageUse{Service: svc, Ref: c.After.Images[svc], Runtime: c.After.Runtime}]
+			if !known {
+				continue
+			}
+			for _, f := range c.After.Features[svc] {
+				name := config.FeatureName(f)
+				g := ic.Generations[name]
+				if g == "" {
+					continue
+				}
+				if c.After.Generations == nil {
+					c.After.Generations = map[string]map[string]string{}
+				}
+				if c.After.Generations[svc] == nil {
+					c.After.Generations[svc] = map[string]string{}
+				}
+				c.After.Generations[svc][name] = g
+			}
+		}
+	}
+}
+
 // provided renders an image's features as sorted "name version" items,
 // with the API generation of a feature that has one ("search 1.2.0
 // (API generation 1)").
