@@ -71,6 +71,13 @@ func (e *UnprovidableError) Error() string {
 	parts := make([]string, len(e.Shortfalls))
 	for i, s := range e.Shortfalls {
 		parts[i] = fmt.Sprintf("%s: %s image %q does not provide %s", s.Addr, s.Service, s.Image, quoteList(s.Missing))
+		// A generation the image lacks: say which one it has, for a
+		// caller that sees only this text (the API, MCP).
+		for _, f := range s.Missing {
+			if name, gen := config.ParseFeature(f); gen != "" && s.Why[f] != "" {
+				parts[i] += fmt.Sprintf(" (%s: %s)", name, s.Why[f])
+			}
+		}
 	}
 	return fmt.Sprintf("the images cannot provide %d requested feature(s); nothing was created: %s",
 		e.Count(), strings.Join(parts, "; "))

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,6 +54,10 @@ func TestUnprovidableGenerations(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("shortfalls (-want +got):\n%s", diff)
+	}
+
+	if msg := ue.Error(); !strings.Contains(msg, `sandbox.a: redis image "sandboxer.local/redis:7" does not provide "search@2" (search: the image's search is API generation 1 (version 1.2.0), not 2)`) {
+		t.Errorf("the error's text does not say what the image has: %s", msg)
 	}
 
 	NoteGenerations(p.Changes, caps)
