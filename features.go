@@ -33,6 +33,14 @@ func (s *Sandboxer) Features(ctx context.Context) (*FeatureList, error) {
 	prov, connErr := s.prov.get(ctx)
 	for _, svc := range services {
 		sf := api.ServiceFeatures{Service: svc, Allowed: s.cat.Allowed(svc), Provided: map[string]string{}}
+		for _, f := range sf.Allowed {
+			if gens := s.cat.Generations(svc, f); len(gens) > 0 {
+				if sf.Generable == nil {
+					sf.Generable = map[string][]string{}
+				}
+				sf.Generable[f] = gens
+			}
+		}
 		if connErr != nil {
 			sf.Error = classify(connErr).Error()
 			out.Services = append(out.Services, sf)
@@ -57,6 +65,12 @@ func (s *Sandboxer) Features(ctx context.Context) (*FeatureList, error) {
 			for f, v := range ic.Features {
 				if slices.Contains(sf.Allowed, f) {
 					sf.Provided[f] = v
+					if g := ic.Generations[f]; g != "" {
+						if sf.Generations == nil {
+							sf.Generations = map[string]string{}
+						}
+						sf.Generations[f] = g
+					}
 				}
 			}
 		}

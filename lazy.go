@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/plan"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/snapshot"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -153,6 +154,12 @@ func (l *lazyProvider) Check(ctx context.Context, images []plan.ImageUse) (plan.
 		}
 		for u, c := range caps {
 			u.Runtime = rt
+			// The API generation of each feature that has one, as the
+			// service reads it from the version the image's module
+			// reported: the same rule whatever the runtime.
+			if c.Generations == nil {
+				c.Generations = services.Generations(u.Service, c.Features)
+			}
 			out[u] = c
 		}
 	}

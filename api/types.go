@@ -126,6 +126,12 @@ type Sandbox struct {
 	// version (RediSearch 1.2.0 and 2.x take different commands). A
 	// sibling of available_extensions, which keeps its list shape.
 	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
+	// ExtensionGenerations maps a service to the API generation of each
+	// available extension that has one ("search": "1" for RediSearch
+	// 1.2, "2" for the Redis Search 2.x API), detected from the version
+	// its server reported; omitted when none has one. A request asks for
+	// one as "search@2" (docs/features.md).
+	ExtensionGenerations map[string]map[string]string `json:"extension_generations,omitempty"`
 	// Env maps <PREFIX><SERVICE>_{URL,HOST,PORT,USER,PASSWORD,DB} to
 	// their values (PREFIX: the request's, else the block's env_prefix,
 	// else SANDBOXER_). It holds secrets.
@@ -155,6 +161,12 @@ type Instance struct {
 	// version (RediSearch 1.2.0 and 2.x take different commands). A
 	// sibling of available_extensions, which keeps its list shape.
 	ExtensionVersions map[string]map[string]string `json:"extension_versions"`
+	// ExtensionGenerations maps a service to the API generation of each
+	// available extension that has one ("search": "1" for RediSearch
+	// 1.2, "2" for the Redis Search 2.x API), detected from the version
+	// its server reported; omitted when none has one. A request asks for
+	// one as "search@2" (docs/features.md).
+	ExtensionGenerations map[string]map[string]string `json:"extension_generations,omitempty"`
 	// Endpoints maps a service to host:port.
 	Endpoints  map[string]string `json:"endpoints"`
 	Generation int               `json:"generation"`
@@ -234,6 +246,13 @@ type ServiceFeatures struct {
 	// say). A feature allowed but not provided needs another image.
 	Image    string            `json:"image,omitempty"`
 	Provided map[string]string `json:"provided"`
+	// Generations maps each provided feature that comes in API
+	// generations to the one the image has ("search": "1" for RediSearch
+	// 1.2), detected from the module's reported version; Generable lists
+	// the generations the allowlist has for each such feature, which a
+	// request may ask for as "feature@generation".
+	Generations map[string]string   `json:"generations,omitempty"`
+	Generable   map[string][]string `json:"generable,omitempty"`
 	// Error says why the image could not be inspected (missing, engine
 	// unreachable); Provided is then empty.
 	Error string `json:"error,omitempty"`

@@ -343,8 +343,11 @@ func checkPrior(ch *plan.Change, prior *state.Record) error {
 func (e *Executor) create(ctx context.Context, ch *plan.Change, prior *state.Record) (*state.Record, error) {
 	gen := ch.PriorGeneration + 1
 	made, err := e.Provider.Create(ctx, CreateRequest{
-		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen, Features: ch.After.Features,
-		Images: ch.After.Images, Networks: ch.After.Networks, Publish: ch.After.Publish(),
+		Address: ch.Addr.String(), Lineage: e.Lineage, Generation: gen,
+		// The runtime loads features by name; their generations were
+		// checked against the images by the preflight.
+		Features: ch.After.Features.Names(),
+		Images:   ch.After.Images, Networks: ch.After.Networks, Publish: ch.After.Publish(),
 		Database: ch.Database, Runtime: ch.After.Runtime,
 	})
 	if err != nil {

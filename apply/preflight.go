@@ -25,5 +25,6 @@ func Preflight(ctx context.Context, p Provider, changes []*plan.Change, data Dat
 	if err := plan.Unprovidable(changes, caps); err != nil {
 		return err
 	}
+	plan.NoteGenerations(changes, caps)
 	return checkSeeds(ctx, data, changes)
 }

@@ -14,6 +14,11 @@ type Feature struct {
 	ExplicitOnly bool
 	// Note says why the feature needs care, for `validate --json` and docs.
 	Note string
+	// Generations are the API generations the feature comes in, which a
+	// configuration may ask for as "name@generation" (generation.go);
+	// empty for a feature with one API. Which one an image has is the
+	// service's to detect from the module it loads.
+	Generations []string `json:",omitempty"`
 }
 
 // ServiceSpec is one service the catalog knows and the features it allows.
@@ -42,10 +47,16 @@ func DefaultCatalog() *Catalog {
 		{Name: "tsm_system_rows"}, {Name: "tsm_system_time"}, {Name: "unaccent"},
 		{Name: "uuid-ossp"}, {Name: "vector"},
 	}
-	redis := []Feature{{Name: "bloom"}, {Name: "json"}, {Name: "search"}}
+	// search comes in two APIs: RediSearch 1.x (FT.ADD, no ON HASH
+	// PREFIX; Debian's redis-redisearch) and the Redis Search 2.x API
+	// (indexes follow hashes by prefix: RediSearch 2.x, redis:8's built-in
+	// search); services/redis.FeatureGeneration tells them apart by the
+	// module's version.
+	redis := []Feature{{Name: "bloom"}, {Name: "json"}, {Name: "search", Generations: []string{"1", "2"}}}
 	// Valkey's modules (valkey-bloom, valkey-json, valkey-search: those
 	// of valkey/valkey-bundle); services/valkey.Allowed is the same list.
-	valkey := []Feature{{Name: "bloom"}, {Name: "json"}, {Name: "search"}}
+	// valkey-search speaks only the 2.x API (services/valkey.FeatureGeneration).
+	valkey := []Feature{{Name: "bloom"}, {Name: "json"}, {Name: "search", Generations: []string{"2"}}}
 	// MySQL's plugins that give the handed-out user no way out
 	// (services/mysql.Plugins says why each is in and the others out);
 	// services/mysql.Allowed is the same list.
@@ -96,14 +107,21 @@ func (c *Catalog) CheckService(service string) error {
 	return nil
 }
 
-// CheckFeature returns an *UnknownServiceError or a *FeatureNotAllowedError.
+// CheckFeature returns an *UnknownServiceError or a *FeatureNotAllowedError
+// (a *GenerationNotAllowedError for "name@generation" whose name is
+// allowed but not that generation). feature may name a generation.
 func (c *Catalog) CheckFeature(service, feature string) error {
 	spec, ok := c.Service(service)
 	if !ok {
 		return &UnknownServiceError{Service: service, Known: c.Services()}
 	}
-	if !slices.ContainsFunc(spec.Features, func(f Feature) bool { return f.Name == feature }) {
+	name := FeatureName(feature)
+	i := slices.IndexFunc(spec.Features, func(f Feature) bool { return f.Name == name })
+	if i < 0 {
 		return &FeatureNotAllowedError{Service: service, Feature: feature, Allowed: c.Allowed(service)}
+	}
+	if err := checkGeneration(spec.Features[i], service, feature); err != nil {
+		return err
 	}
 	return nil
 }

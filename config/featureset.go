@@ -88,13 +88,15 @@ func (f FeatureSet) Only(services []string) FeatureSet {
 }
 
 // Missing lists, per service, the features of want that f does not hold.
-// Services absent from f are reported with all their features.
+// Services absent from f are reported with all their features. A feature
+// asked for without a generation is held by any generation of it
+// ("search@2" holds "search"), one with a generation only by the same.
 func (f FeatureSet) Missing(want FeatureSet) FeatureSet {
 	out := FeatureSet{}
 	for svc, feats := range want {
 		have := f[svc]
 		for _, ft := range feats {
-			if !slices.Contains(have, ft) {
+			if !slices.ContainsFunc(have, func(h string) bool { return covers(h, ft) }) {
 				out[svc] = append(out[svc], ft)
 			}
 		}

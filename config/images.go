@@ -137,8 +137,9 @@ func (p *Provider) ImageFor(service string, features []string) (Image, error) {
 			return img, nil
 		}
 	}
-	feats := slices.Clone(features)
-	slices.Sort(feats)
+	// An image provides a feature whatever generation is asked: which
+	// one it has is checked once it is inspected (plan.Unprovidable).
+	feats := FeatureNames(features)
 	packaged := packagedFeatures(service)
 	var cands []ImageCandidate
 	for _, d := range DefaultImages() {

@@ -247,6 +247,14 @@ func (l *loader) decodeImageBlock(svc string, b *hcl.Block) (Image, hcl.Diagnost
 				diags = append(diags, catalogDiag(err, it.KeyRange))
 				continue
 			}
+			// A module is one file whatever API it speaks: which generation
+			// it has is read from it when the image is inspected.
+			if name := FeatureName(it.Key); name != it.Key {
+				diags = append(diags, errorDiag("Invalid module feature",
+					fmt.Sprintf("A module is named by its feature alone (%q): its API generation is read from the module when the image is inspected, so %q cannot be chosen here. Ask for the generation in extensions instead (%s = [%q]).", name, it.Key, svc, it.Key),
+					it.KeyRange))
+				continue
+			}
 			if it.Value.IsNull() {
 				diags = append(diags, errorDiag("Invalid module path",
 					fmt.Sprintf("The module path for feature %q must be a non-empty path inside the image.", it.Key), it.ValueExpr.Range()))

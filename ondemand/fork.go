@@ -170,7 +170,7 @@ func (b *Broker) Fork(ctx context.Context, req ForkRequest) (*ForkResult, error)
 	reqs := make([]apply.CreateRequest, len(targets))
 	for i, ct := range targets {
 		reqs[i] = apply.CreateRequest{Address: ct.String(), Lineage: lineage, Generation: 1,
-			Features: config.FeatureSet(maps.Clone(src.Features)), Networks: slices.Clone(src.Reach.Networks),
+			Features: config.FeatureSet(src.Features).Names(), Networks: slices.Clone(src.Reach.Networks),
 			Publish: pub, Database: database, Runtime: runtimeOf(src)}
 	}
 	forked, err := fk.Fork(ctx, src, reqs)

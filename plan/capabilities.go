@@ -29,6 +29,11 @@ type ImageCapabilities struct {
 	Unusable map[string]string `json:"unusable,omitempty"`
 	// Hint says how to get a missing feature with this kind of image.
 	Hint string `json:"hint,omitempty"`
+	// Generations maps a provided feature that comes in API generations
+	// to the one the image has ("search": "1" for RediSearch 1.2), as the
+	// service detects it from the module's reported version; a feature
+	// absent from it has one API or an unknown one.
+	Generations map[string]string `json:"generations,omitempty"`
 }
 
 // Shortfall is one planned instance whose images cannot provide some of
@@ -66,6 +71,13 @@ func (e *UnprovidableError) Error() string {
 	parts := make([]string, len(e.Shortfalls))
 	for i, s := range e.Shortfalls {
 		parts[i] = fmt.Sprintf("%s: %s image %q does not provide %s", s.Addr, s.Service, s.Image, quoteList(s.Missing))
+		// A generation the image lacks: say which one it has, for a
+		// caller that sees only this text (the API, MCP).
+		for _, f := range s.Missing {
+			if name, gen := config.ParseFeature(f); gen != "" && s.Why[f] != "" {
+				parts[i] += fmt.Sprintf(" (%s: %s)", name, s.Why[f])
+			}
+		}
 	}
 	return fmt.Sprintf("the images cannot provide %d requested feature(s); nothing was created: %s",
 		e.Count(), strings.Join(parts, "; "))
@@ -93,9 +105,23 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 				continue
 			}
 			var missing []string
+			var wrongGen map[string]string
 			for _, f := range c.After.Features[svc] {
-				if _, ok := ic.Features[f]; !ok {
+				name, gen := config.ParseFeature(f)
+				if _, ok := ic.Features[name]; !ok {
 					missing = append(missing, f)
+					continue
+				}
+				// A generation asked for must be the one the image has; an
+				// image that does not say is not checked, as an image that
+				// was not inspected.
+				if has, known := ic.Generations[name]; gen != "" && known && has != gen {
+					missing = append(missing, f)
+					if wrongGen == nil {
+						wrongGen = map[string]string{}
+					}
+					wrongGen[f] = fmt.Sprintf("the image's %s is API generation %s (version %s), not %s",
+						name, has, ic.Features[name], gen)
 				}
 			}
 			if len(missing) == 0 {
@@ -103,9 +129,13 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 			}
 			sort.Strings(missing)
 			s := Shortfall{Addr: c.Addr, Service: svc, Image: ic.Image, Missing: missing,
-				Provided: provided(ic.Features), Hint: ic.Hint}
+				Provided: ic.provided(), Hint: ic.Hint}
 			for _, f := range missing {
-				if why, ok := ic.Unusable[f]; ok {
+				why, ok := ic.Unusable[config.FeatureName(f)]
+				if w, gen := wrongGen[f]; gen {
+					why, ok = w, true
+				}
+				if ok {
 					if s.Why == nil {
 						s.Why = map[string]string{}
 					}
@@ -128,14 +158,52 @@ func Unprovidable(changes []*Change, caps Capabilities) error {
 	return &UnprovidableError{Shortfalls: out}
 }
 
-// provided renders an image's features as sorted "name version" items.
-func provided(features map[string]string) []string {
-	out := make([]string, 0, len(features))
-	for f, v := range features {
-		if v != "" {
-			f += " " + v
+// NoteGenerations records on every create and replace of changes the API
+// generation each of its features has on the image it will run
+// (Sandbox.Generations), for the plan to show. Like Unprovidable it only
+// reads caps; images not in caps are left unsaid.
+func NoteGenerations(changes []*Change, caps Capabilities) {
+	for _, c := range changes {
+		if (c.Action != Create && c.Action != CreateThenDelete) || c.After == nil {
+			continue
 		}
-		out = append(out, f)
+		for _, svc := range c.After.Features.Services() {
+			ic, known := caps[ImageUse{Service: svc, Ref: c.After.Images[svc], Runtime: c.After.Runtime}]
+			if !known {
+				continue
+			}
+			for _, f := range c.After.Features[svc] {
+				name := config.FeatureName(f)
+				g := ic.Generations[name]
+				if g == "" {
+					continue
+				}
+				if c.After.Generations == nil {
+					c.After.Generations = map[string]map[string]string{}
+				}
+				if c.After.Generations[svc] == nil {
+					c.After.Generations[svc] = map[string]string{}
+				}
+				c.After.Generations[svc][name] = g
+			}
+		}
+	}
+}
+
+// provided renders an image's features as sorted "name version" items,
+// with the API generation of a feature that has one ("search 1.2.0
+// (API generation 1)").
+func (ic ImageCapabilities) provided() []string {
+	out := make([]string, 0, len(ic.Features))
+	for f, v := range ic.Features {
+		item := f
+		if v != "" {
+			item += " " + v
+		}
+		if g := ic.Generations[f]; g != "" {
+			item += " (API generation " + g + ")"
+		}
+		out = append(out, item)
 	}
 	slices.Sort(out)
 	return out

@@ -89,6 +89,11 @@ type Sandbox struct {
 	// Images is the image each service runs, service → reference: set on
 	// the After of a create or replace (ChooseImages), omitted elsewhere.
 	Images map[string]string `json:"images,omitempty"`
+	// Generations is the API generation of each feature that has one,
+	// service → feature → generation ("redis": {"search": "1"}), as the
+	// preflight found it on the images (NoteGenerations); omitted when
+	// the images were not inspected or no feature has one.
+	Generations map[string]map[string]string `json:"generations,omitempty"`
 	// Runtime is where the instance runs; omitted for docker, so plans
 	// of Docker sandboxes read as they did before there was another.
 	Runtime string `json:"runtime,omitempty"`

@@ -86,7 +86,35 @@ type (
 	// images with it.
 	FileInspector = contract.FileInspector
 	ImageFiles    = contract.ImageFiles
+	// GenerationDetector is what a service whose features come in API
+	// generations adds (Redis, Valkey: search).
+	GenerationDetector = contract.GenerationDetector
 )
+
+// Generations maps each of versions' features (feature → version, as an
+// image's inspection or a started instance reports them) that has an API
+// generation to it, by asking the service (GenerationDetector); nil when
+// none has one.
+func Generations(service string, versions map[string]string) map[string]string {
+	s, ok := Lookup(service)
+	if !ok {
+		return nil
+	}
+	gd, ok := s.(GenerationDetector)
+	if !ok {
+		return nil
+	}
+	var out map[string]string
+	for f, v := range versions {
+		if g := gd.FeatureGeneration(f, v); g != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[f] = g
+		}
+	}
+	return out
+}
 
 // SnapshotFormats answers snapshot.Store's question of every service in
 // the catalogue.

@@ -1,6 +1,7 @@
 package services_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -133,5 +134,41 @@ func TestEveryServiceForks(t *testing.T) {
 		if _, listed := notYet[s.Name()]; ok == listed {
 			t.Errorf("service %s: Forker %v, listed as not forkable %v", s.Name(), ok, listed)
 		}
+	}
+}
+
+// A feature the allowlist gives API generations (config.Feature) belongs
+// to a service that detects them (GenerationDetector), and what the
+// service detects is one of the allowlist's generations: a request for
+// "search@2" can then be met by an image, and refused by one that has
+// another.
+func TestGenerations(t *testing.T) {
+	cat := config.DefaultCatalog()
+	for _, s := range services.All() {
+		gd, detects := s.(services.GenerationDetector)
+		for _, f := range cat.Allowed(s.Name()) {
+			gens := cat.Generations(s.Name(), f)
+			if len(gens) > 0 && !detects {
+				t.Errorf("%s %s has generations %v but the service detects none", s.Name(), f, gens)
+			}
+			if !detects {
+				continue
+			}
+			for _, v := range []string{"1.0.0", "1.2.0", "2.0.0", "2.8.4", "8.0.2", "99.0.0"} {
+				if g := gd.FeatureGeneration(f, v); g != "" && !slices.Contains(gens, g) {
+					t.Errorf("%s %s %s is generation %q, which the allowlist does not have (%v)", s.Name(), f, v, g, gens)
+				}
+			}
+		}
+	}
+	got := services.Generations("redis", map[string]string{"search": "1.2.0", "json": "2.4.0"})
+	if want := map[string]string{"search": "1"}; !maps.Equal(got, want) {
+		t.Errorf("redis generations %v, want %v", got, want)
+	}
+	if got := services.Generations("valkey", map[string]string{"search": "1.0.1"}); got["search"] != "2" {
+		t.Errorf("valkey-search 1.0.1 is generation %q, want 2", got["search"])
+	}
+	if got := services.Generations("postgres", map[string]string{"vector": "0.8.0"}); got != nil {
+		t.Errorf("postgres generations %v, want none", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -72,7 +73,10 @@ func CheckFeatures(m *Manifest, rec *state.Record) error {
 			return &MissingFeatureError{Snapshot: m.Name, Address: rec.Address, Service: svc}
 		}
 		for _, f := range m.Features[svc] {
-			if !slices.Contains(rec.Features[svc], f) {
+			// The data needs the feature, whatever API generation of it
+			// either side asked for ("search" and "search@2" alike).
+			name := config.FeatureName(f)
+			if !slices.ContainsFunc(rec.Features[svc], func(h string) bool { return config.FeatureName(h) == name }) {
 				return &MissingFeatureError{Snapshot: m.Name, Address: rec.Address, Service: svc, Feature: f, Have: rec.Features[svc]}
 			}
 		}

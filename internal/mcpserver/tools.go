@@ -17,7 +17,7 @@ import (
 type requestIn struct {
 	Address    string              `json:"address" jsonschema:"the on-demand sandbox block, e.g. sandbox.agent (or sandbox.agent[\"KEY\"])"`
 	Key        string              `json:"key,omitempty" jsonschema:"names the instance; required over HTTP (stateless: no session to name it after); over stdio default: one key per session"`
-	Extensions map[string][]string `json:"extensions,omitempty" jsonschema:"extra features for this call, service to features, e.g. {\"postgres\": [\"vector\"]}"`
+	Extensions map[string][]string `json:"extensions,omitempty" jsonschema:"extra features for this call, service to features, e.g. {\"postgres\": [\"vector\"]}; \"search@2\" asks for a feature's API generation (list_features says which the image has)"`
 	Profile    string              `json:"profile,omitempty" jsonschema:"a profile of the block's project (its services and extensions)"`
 	TTL        string              `json:"ttl,omitempty" jsonschema:"lifetime from now, e.g. 30m, 4h, 2d (at most 30d)"`
 	Prefix     string              `json:"prefix,omitempty" jsonschema:"start the env names with this instead of SANDBOXER_"`
@@ -77,7 +77,7 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sandboxes", Description: "List the on-demand instances, without credentials."}, s.list)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "snapshot_sandbox", Description: "Save an instance's data under a name."}, s.snapshot)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "reset_sandbox", Description: "Bring an instance's data back to a snapshot (or its seed)."}, s.reset)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_features", Description: "What each service may enable (the allowlist) and what its image provides, with versions."}, s.features)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_features", Description: "What each service may enable (the allowlist) and what its image provides, with versions; for a feature that comes in API generations (search: RediSearch 1.x is generation 1, the Redis Search 2.x API of redis:8 and valkey-search generation 2), which one the image has and which may be asked for as \"search@2\"."}, s.features)
 }
 
 // requestStateless is request_sandbox without a session: no lease, the

@@ -12,8 +12,26 @@ import (
 
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
+
+// Generations maps, per service, each available extension that comes in
+// API generations to the one the instance has, as the service reads it
+// from the version its server reported (services.Generations); nil when
+// none has one.
+func Generations(r *state.Record) map[string]map[string]string {
+	var out map[string]map[string]string
+	for svc, vs := range r.Versions() {
+		if g := services.Generations(svc, vs); g != nil {
+			if out == nil {
+				out = map[string]map[string]string{}
+			}
+			out[svc] = g
+		}
+	}
+	return out
+}
 
 // Publish is a record's exposure; records made before it was kept were
 // loopback without TLS.
@@ -38,6 +56,7 @@ func Instance(r *state.Record) api.Instance {
 		in.AvailableExtensions = map[string][]string{}
 	}
 	in.ExtensionVersions = r.Versions()
+	in.ExtensionGenerations = Generations(r)
 	for svc, c := range r.Credentials {
 		in.Endpoints[svc] = fmt.Sprintf("%s:%d", c.Host, c.Port)
 	}
@@ -66,14 +85,15 @@ func Instance(r *state.Record) api.Instance {
 // seconds: it is what a caller schedules its release by.
 func Sandbox(r *state.Record, reused bool, prefix string) api.Sandbox {
 	s := api.Sandbox{
-		Address:             r.Address,
-		Reused:              reused,
-		Generation:          r.Generation,
-		Services:            config.SortedUnique(r.Services),
-		Features:            config.FeatureSet(r.Features).Only(r.Services).Normalize(),
-		AvailableExtensions: r.AvailableExtensions,
-		ExtensionVersions:   r.Versions(),
-		Env:                 r.EnvMap(prefix),
+		Address:              r.Address,
+		Reused:               reused,
+		Generation:           r.Generation,
+		Services:             config.SortedUnique(r.Services),
+		Features:             config.FeatureSet(r.Features).Only(r.Services).Normalize(),
+		AvailableExtensions:  r.AvailableExtensions,
+		ExtensionVersions:    r.Versions(),
+		ExtensionGenerations: Generations(r),
+		Env:                  r.EnvMap(prefix),
 	}
 	for svc, c := range r.Credentials {
 		if c.CA != "" {

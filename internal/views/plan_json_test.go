@@ -49,7 +49,8 @@ func TestPlanJSONMatchesEncodingJSON(t *testing.T) {
 			{Addr: config.Address{Name: "m", Key: "k\"<é>\u2028\x01", HasKey: true}, Action: plan.CreateThenDelete, Reason: plan.ReasonFeatureSuperset, CarryData: true,
 				Before: &plan.Sandbox{Services: []string{}, Features: config.FeatureSet{}},
 				After: &plan.Sandbox{Services: nil, Features: nil, Networks: []string{"n1", "n&2"}, Exposure: exposure,
-					Images: map[string]string{"redis": "redis:8", "postgres": "pgvector/pgvector:pg17", "<x>": "a\"b"}, Runtime: "kubernetes"}},
+					Images: map[string]string{"redis": "redis:8", "postgres": "pgvector/pgvector:pg17", "<x>": "a\"b"}, Runtime: "kubernetes",
+					Generations: map[string]map[string]string{"redis": {"search": "2", "<j>": "1\""}, "valkey": {}}}},
 			{Addr: config.Address{Name: "d"}, Project: "p", Action: plan.Delete, Reason: plan.ReasonNone,
 				Before: &plan.Sandbox{Services: []string{"redis"}, Features: config.FeatureSet{"redis": nil, "b": {"x"}, "a": {"y", "z"}}, Exposure: &config.Publish{},
 					Images: map[string]string{}}},
@@ -105,6 +106,9 @@ func TestPlanJSONRandom(t *testing.T) {
 			sb.Images = map[string]string{}
 		case 1:
 			sb.Images = map[string]string{word(): word(), word(): word()}
+		}
+		if r.IntN(3) == 0 {
+			sb.Generations = map[string]map[string]string{word(): {word(): word()}}
 		}
 		return sb
 	}
@@ -167,7 +171,7 @@ func TestPlanJSONKnowsEveryField(t *testing.T) {
 		"JSONAttributes": {"Sandbox", "TTLSeconds"},
 		"JSONResource":   {"Address", "Mode", "Type", "Name", "Index", "ProviderName", "SchemaVersion", "Values", "SensitiveValues"},
 		"JSONPriorState": {"FormatVersion", "Values"},
-		"Sandbox":        {"Services", "Features", "Networks", "Exposure", "Images", "Runtime"},
+		"Sandbox":        {"Services", "Features", "Networks", "Exposure", "Images", "Generations", "Runtime"},
 		"Summary":        {"Create", "Replace", "Delete", "Reuse", "Forget"}, // Forget is json:"-"
 	}
 	for _, v := range []any{JSONPlan{}, JSONChange{}, JSONChangeSet{}, JSONAttributes{}, JSONResource{}, JSONPriorState{}, plan.Sandbox{}, plan.Summary{}} {

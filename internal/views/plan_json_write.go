@@ -303,6 +303,10 @@ func (j *jsonWriter) sandbox(sb *plan.Sandbox, ttl int64, in string) {
 		j.raw("," + in + "\"images\": ")
 		j.stringMap(sb.Images, in)
 	}
+	if len(sb.Generations) > 0 {
+		j.raw("," + in + "\"generations\": ")
+		j.marshal(sb.Generations, in[1:])
+	}
 	if sb.Runtime != "" {
 		j.raw("," + in + "\"runtime\": ")
 		j.str(sb.Runtime)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -173,7 +174,7 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 			lines = append(lines, fmt.Sprintf("      %s %-*s = %s", c.Green("+"), w, svc, listText(ch.After.Features[svc])))
 		}
 		lines = append(lines, reachCreateLines(ch.After, c)...)
-		return append(append(lines, imagesLine(ch.After)...), "    }")
+		return append(append(append(lines, imagesLine(ch.After)...), generationsLine(ch.After)...), "    }")
 	case plan.CreateThenDelete:
 		lines := []string{c.Red("-/") + c.Green("+") + " " + name + " {"}
 		svcs := ch.After.Features.Services()
@@ -199,7 +200,7 @@ func bodyLines(ch *plan.Change, c Colorizer) []string {
 			lines = append(lines, fmt.Sprintf("      %s %-*s = (carried)", c.Yellow("~"), w, "data"))
 		}
 		lines = append(lines, fmt.Sprintf("      %s %-*s = (sensitive) -> (rotated)", c.Yellow("~"), w, "credentials"))
-		return append(append(lines, imagesLine(ch.After)...), "    }")
+		return append(append(append(lines, imagesLine(ch.After)...), generationsLine(ch.After)...), "    }")
 	}
 	return nil
 }
@@ -218,6 +219,29 @@ func imagesLine(after *plan.Sandbox) []string {
 		}
 	}
 	return []string{"      # images: " + strings.Join(parts, ", ")}
+}
+
+// generationsLine says, as a comment, the API generation of each feature
+// that has one on the image the plan chose ("redis search 1" for
+// RediSearch 1.2), as the preflight found it; nothing when it did not
+// look (--refresh=false) or no feature has one.
+func generationsLine(after *plan.Sandbox) []string {
+	if after == nil || len(after.Generations) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, svc := range after.Features.Services() {
+		gens := after.Generations[svc]
+		names := make([]string, 0, len(gens))
+		for f := range gens {
+			names = append(names, f)
+		}
+		slices.Sort(names)
+		for _, f := range names {
+			parts = append(parts, fmt.Sprintf("%s %s %s", svc, f, gens[f]))
+		}
+	}
+	return []string{"      # API generations: " + strings.Join(parts, ", ")}
 }
 
 // seedText shortens a seed digest for the diff: "sha256:1a2b3c4d…", or

@@ -48,6 +48,10 @@ func RecordText(w io.Writer, r *state.Record) {
 		if vs := r.ExtensionVersions[svc]; len(vs) > 0 {
 			fmt.Fprintf(w, "    extension_versions   = %s\n", versionsText(vs))
 		}
+		// JSON's extension_generations, in the width of the block.
+		if gs := records.Generations(r)[svc]; len(gs) > 0 {
+			fmt.Fprintf(w, "    api_generations      = %s\n", versionsText(gs))
+		}
 		if c, ok := r.Credentials[svc]; ok {
 			fmt.Fprintf(w, "    endpoint             = %q\n", fmt.Sprintf("%s:%d", c.Host, c.Port))
 			serviceReachText(w, c)

@@ -98,6 +98,11 @@ func officialImagesWith(service string, features []string) string {
 	by := map[string][]string{}
 	var refs []string
 	for _, f := range features {
+		// A default image is chosen by name, not by API generation: it
+		// is named only for a feature asked for without one.
+		if config.FeatureName(f) != f {
+			continue
+		}
 		ref, ok := config.DefaultImageWith(service, f)
 		if !ok || slices.Contains(by[ref], f) {
 			continue

@@ -150,6 +150,18 @@ type ModuleLoader interface {
 	ModulesHint(runtime string) string
 }
 
+// GenerationDetector is a service some of whose features come in API
+// generations (config.Feature.Generations: RediSearch 1.x beside the
+// Redis Search 2.x API): it tells which one a module or extension speaks
+// from the version the server reports for it, so what an image has is
+// detected from the image, never assumed from its name.
+type GenerationDetector interface {
+	// FeatureGeneration is the API generation of feature at version (as
+	// FeatureVersion reports it); "" for a feature with one API or a
+	// version it cannot read.
+	FeatureGeneration(feature, version string) string
+}
+
 // StdinRunner is a Runner that can also feed a command's standard
 // input: a command that must end when the runtime is gone (the input's
 // end) reads it. The Docker runtime's exec implements it.

@@ -33,7 +33,7 @@ func Modules() []Module {
 	return []Module{
 		{"bloom", []string{"bf"}, "valkey-bloom: Bloom filters (BF.*)"},
 		{"json", []string{"json"}, "valkey-json: the JSON type (JSON.*)"},
-		{"search", []string{"search"}, "valkey-search: vector and full-text indexes (FT.*), Redis Search 2.x's API"},
+		{"search", []string{"search"}, "valkey-search: vector and full-text indexes (FT.*), Redis Search 2.x's API (API generation 2)"},
 	}
 }
 
@@ -85,4 +85,16 @@ func LoadedFeatures(ctx context.Context, admin *goredis.Client) (map[string]stri
 // and debug commands (redis.RestrictModuleCommands).
 func RestrictModuleCommands(ctx context.Context, admin *goredis.Client, user string, modules []string) ([]string, error) {
 	return redis.RestrictModuleCommands(ctx, admin, user, modules)
+}
+
+// FeatureGeneration is the API generation of feature's module
+// (contract.GenerationDetector): valkey-search, the one module Valkey's
+// search feature loads (reported as "search"), speaks the Redis Search
+// 2.x API (FT.CREATE … ON HASH PREFIX) from its first release on, 1.0
+// included, so its version does not change the answer.
+func (Service) FeatureGeneration(feature, version string) string {
+	if feature == "search" && version != "" {
+		return "2"
+	}
+	return ""
 }
