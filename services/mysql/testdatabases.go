@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/sandboxer/sandboxer/services/contract"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -85,10 +87,16 @@ func OpenTestDatabases(ctx context.Context, c state.Credentials) (*TestDatabases
 	if err != nil {
 		return nil, err
 	}
-	admin, err := Open(c.Host, c.Port, c.AdminUser, c.AdminPassword, "", tlsConf)
+	// Several statements per round trip: a hand-out is one (create). The
+	// admin connection runs only this package's SQL; a migration runs
+	// over a login of its own (migrate).
+	cfg := Config(c.Host, c.Port, c.AdminUser, c.AdminPassword, "", tlsConf)
+	cfg.MultiStatements = true
+	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mysql connection config: %w", err)
 	}
+	admin := sql.OpenDB(connector)
 	admin.SetMaxOpenConns(4)
 	for _, q := range metaTables {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
@@ -166,10 +174,12 @@ func (t *TestDatabases) create(ctx context.Context, d contract.TestDatabase, tpl
 		steps = append(steps, fmt.Sprintf("GRANT %s ON %s.* TO %s", AppPrivileges, QuoteIdent(escapePattern(d.Name)), Account(d.User)))
 	}
 	steps = append(steps, "SET SESSION foreign_key_checks = 1", "USE "+metaDB)
-	for _, q := range steps {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return err
-		}
+	// One round trip: the statements run in order and the first failing
+	// one ends the batch.
+	if _, err := conn.ExecContext(ctx, strings.Join(steps, ";\n")); err != nil {
+		// The session goes back to the pool: not with the checks off.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION foreign_key_checks = 1; USE "+metaDB)
+		return err
 	}
 	return nil
 }

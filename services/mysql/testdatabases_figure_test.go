@@ -33,7 +33,7 @@ func TestTestDatabasesFigure(t *testing.T) {
 	for i := range 20 {
 		twenty = append(twenty, fmt.Sprintf("CREATE TABLE t%d (id int AUTO_INCREMENT PRIMARY KEY, a varchar(40), b int, KEY (b)); INSERT INTO t%d (a, b) VALUES ('x', 1), ('y', 2)", i, i))
 	}
-	const n = 30
+	const n = 20
 	for _, sc := range []struct {
 		name  string
 		texts []string
