@@ -16,13 +16,15 @@ import (
 // template's tables and rows, its user) beside what a test would do
 // without a template (CREATE DATABASE, a user, the migration run as it),
 // p50 and p90 of n each, for the small schema of TestTestDatabases and
-// one of twenty tables. Run with SBX_MYSQL_TESTDB_FIGURE=1.
+// one of twenty tables, the data directory on a tmpfs. Run with SBX_MYSQL_TESTDB_FIGURE=1.
 func TestTestDatabasesFigure(t *testing.T) {
 	if os.Getenv("SBX_MYSQL_TESTDB_FIGURE") == "" {
 		t.Skip("SBX_MYSQL_TESTDB_FIGURE=1 runs the figure")
 	}
 	ctx := context.Background()
-	in := startInstance(ctx, t, nil)
+	// The data directory on a tmpfs, as a block with storage = "tmpfs"
+	// (the database host of a test suite) has it.
+	in := startInstanceOn(ctx, t, nil, nil, []string{DataDir + ":mode=1777"})
 	tdb, err := OpenTestDatabases(ctx, in.creds)
 	if err != nil {
 		t.Fatal(err)
