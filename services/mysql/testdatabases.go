@@ -97,7 +97,7 @@ func OpenTestDatabases(ctx context.Context, c state.Credentials) (*TestDatabases
 		return nil, fmt.Errorf("mysql connection config: %w", err)
 	}
 	admin := sql.OpenDB(connector)
-	admin.SetMaxOpenConns(4)
+	admin.SetMaxOpenConns(16)
 	for _, q := range metaTables {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			admin.Close()

@@ -241,6 +241,36 @@ func TestTestDatabases(t *testing.T) {
 		if err := root.QueryRowContext(ctx, "SELECT count(*) FROM "+QuoteIdent(TemplateName(migration(texts...).Hash))+".runs").Scan(&runs); err != nil || runs != 1 {
 			t.Errorf("the migration ran %d times (%v), want once", runs, err)
 		}
+		// Twenty first uses at once in this process, beyond its admin
+		// pool of connections: one template, no deadlock.
+		texts2 := []string{texts[0], fmt.Sprint("-- in process ", time.Now().UnixNano())}
+		var mine []string
+		var mu sync.Mutex
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				defer cancel()
+				d, err := tdb.Take(ctx, migration(texts2...), contract.DatabaseOptions{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				mine = append(mine, d.Name)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if err := root.QueryRowContext(ctx, "SELECT count(*) FROM "+QuoteIdent(TemplateName(migration(texts2...).Hash))+".runs").Scan(&runs); err != nil || runs != 1 {
+			t.Errorf("the migration ran %d times in one process (%v), want once", runs, err)
+		}
+		for _, n := range mine {
+			if err := tdb.Drop(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// The children exited without dropping: their databases are a
 		// dead process's, and reap drops them.
 		dropped, err := tdb.Reap(ctx)

@@ -36,7 +36,7 @@ func (t *TestDatabases) template(ctx context.Context, m contract.Migration) (str
 	if known {
 		return tpl, nil
 	}
-	if ready, err := t.templateReady(ctx, tpl); err != nil || ready {
+	if ready, err := templateReady(ctx, t.admin, tpl); err != nil || ready {
 		return tpl, err
 	}
 	// The lock is a session's: one connection holds it to the end.
@@ -53,7 +53,9 @@ func (t *TestDatabases) template(ctx context.Context, m contract.Migration) (str
 		return "", fmt.Errorf("mysql databases: template lock: %w", err)
 	}
 	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", tpl) }()
-	if ready, err := t.templateReady(ctx, tpl); err != nil || ready {
+	// From here on, only the lock's connection: callers waiting for the
+	// lock hold the pool's others.
+	if ready, err := templateReady(ctx, conn, tpl); err != nil || ready {
 		return tpl, err
 	}
 	owner := tpl + "_m"
@@ -94,9 +96,11 @@ func (t *TestDatabases) template(ctx context.Context, m contract.Migration) (str
 	return tpl, nil
 }
 
-func (t *TestDatabases) templateReady(ctx context.Context, tpl string) (bool, error) {
+func templateReady(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, tpl string) (bool, error) {
 	var n int
-	if err := t.admin.QueryRowContext(ctx, "SELECT count(*) FROM "+metaDB+".templates WHERE name = ?", tpl).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+metaDB+".templates WHERE name = ?", tpl).Scan(&n); err != nil {
 		return false, fmt.Errorf("mysql databases: template: %w", err)
 	}
 	return n > 0, nil
