@@ -15,8 +15,9 @@ import (
 // The figure of docs/performance.md: a hand-out (a copy of the
 // template's tables and rows, its user) beside what a test would do
 // without a template (CREATE DATABASE, a user, the migration run as it),
-// p50 and p90 of n each, for the small schema of TestTestDatabases and
-// one of twenty tables, the data directory on a tmpfs. Run with SBX_MYSQL_TESTDB_FIGURE=1.
+// p50 and p90 of n each, for the small schema of TestTestDatabases, one
+// of twenty tables and the small one with ten ALTER TABLE steps after
+// it, the data directory on a tmpfs. Run with SBX_MYSQL_TESTDB_FIGURE=1.
 func TestTestDatabasesFigure(t *testing.T) {
 	if os.Getenv("SBX_MYSQL_TESTDB_FIGURE") == "" {
 		t.Skip("SBX_MYSQL_TESTDB_FIGURE=1 runs the figure")
@@ -35,11 +36,17 @@ func TestTestDatabasesFigure(t *testing.T) {
 	for i := range 20 {
 		twenty = append(twenty, fmt.Sprintf("CREATE TABLE t%d (id int AUTO_INCREMENT PRIMARY KEY, a varchar(40), b int, KEY (b)); INSERT INTO t%d (a, b) VALUES ('x', 1), ('y', 2)", i, i))
 	}
-	const n = 20
+	// A history of migrations: the small schema, then ten ALTER TABLE
+	// steps (a column, an index) as an app's migrations pile up.
+	history := slices.Clone(testMigration)
+	for i := range 10 {
+		history = append(history, fmt.Sprintf("ALTER TABLE books ADD COLUMN c%d int NOT NULL DEFAULT %d, ADD KEY (c%d)", i, i, i))
+	}
+	const n = 50
 	for _, sc := range []struct {
 		name  string
 		texts []string
-	}{{"small (2 tables, 4 rows)", testMigration}, {"20 tables, 40 rows", twenty}} {
+	}{{"small (2 tables, 4 rows)", testMigration}, {"20 tables, 40 rows", twenty}, {"small + 10 ALTER TABLE steps", history}} {
 		m := migration(sc.texts...)
 		start := time.Now()
 		first, err := tdb.Take(ctx, m, contract.DatabaseOptions{})
