@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -99,6 +101,28 @@ func TestDatabaseHelperMySQL(t *testing.T) {
 	})
 	if len(urls) != 2 {
 		t.Fatal("no databases were handed out")
+	}
+	// Reap through the front door: a database past its lease is dropped.
+	lib, err := sandboxer.Open(ctx, dir, sandboxer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	d, err := lib.Database(ctx, "sandbox.db", sandboxer.DatabaseOptions{SQL: schema, TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	rep, err := lib.Reap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := d.Env["SANDBOXER_MYSQL_DB"]
+	if dropped := rep.Databases[`sandbox.db["`+sandboxer.DatabaseHostKey+`"]`]; !slices.Contains(dropped, name) {
+		t.Errorf("reap dropped %v, not %s", rep.Databases, name)
+	}
+	if err := openMySQL(t, d.Env["SANDBOXER_MYSQL_URL"]).PingContext(ctx); err == nil {
+		t.Error("a reaped database still answers its user")
 	}
 	for _, u := range urls {
 		if err := openMySQL(t, u).PingContext(ctx); err == nil {
