@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/databases"
 	"github.com/sandboxer/sandboxer/ondemand"
+	"github.com/sandboxer/sandboxer/services"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -50,20 +50,23 @@ type DatabaseOptions struct {
 	Remote bool
 }
 
-// Database hands out a fresh PostgreSQL database, cloned from the
-// migration's template inside the block's kept host instance (made on
-// first use, reused after), owned by a role of its own that no other
-// test's role can reach. The result carries it as the postgres service:
-// Env's SANDBOXER_POSTGRES_URL and friends, URL("postgres"). Drop it with
-// DropDatabase (sandboxertest.Database does at t.Cleanup).
+// Database hands out a fresh database of the block's database service
+// (services.DatabaseHostOf: PostgreSQL, MySQL), made from the migration's
+// template inside the block's kept host instance (made on first use,
+// reused after), owned by a user of its own that no other test's user
+// can reach. The result carries it as that service: Env's
+// SANDBOXER_POSTGRES_URL (or SANDBOXER_MYSQL_URL) and friends, URL(name).
+// Drop it with DropDatabase (sandboxertest.Database does at t.Cleanup).
 func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOptions) (*Sandbox, error) {
 	srv, host, err := s.databaseServer(ctx, address)
 	if err != nil {
 		return nil, err
 	}
-	m := o.Migration
-	if m.Run == nil {
-		m = databases.SQL(o.SQL...)
+	m := services.TestMigration{Hash: o.Migration.Hash, SQL: o.Migration.SQL}
+	if o.Migration.Run != nil {
+		m.Run = o.Migration.Run
+	} else {
+		m = services.TestMigration{Hash: databases.SQL(o.SQL...).Hash, SQL: o.SQL}
 	}
 	unlock, err := s.databaseQuota(ctx)
 	if err != nil {
@@ -73,26 +76,28 @@ func (s *Sandboxer) Database(ctx context.Context, address string, o DatabaseOpti
 	// (Held): its lease must be the caller's before the lock goes.
 	t := TenantOf(ctx)
 	exact := t != nil && t.Quota.Databases > 0
-	d, err := srv.Take(ctx, m, databases.Options{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote, ExactLease: exact})
+	d, err := srv.Take(ctx, m, services.DatabaseOptions{CreateDB: o.CreateDB, TTL: o.TTL, Remote: o.Remote, ExactLease: exact})
 	unlock()
 	if err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
 	}
-	hc := host.Credentials["postgres"]
-	c := state.Credentials{Host: d.Host, Port: d.Port, User: d.Role, Password: state.Secret(d.Password), Database: d.Name,
+	svc, _, _ := services.DatabaseHostOf(host.Services)
+	hc := host.Credentials[svc]
+	c := state.Credentials{Host: d.Host, Port: d.Port, User: d.User, Password: d.Password, Database: d.Name,
 		CA: hc.CA, CAFile: hc.CAFile}
-	rec := &state.Record{Address: host.Address, Services: []string{"postgres"}, Generation: host.Generation,
-		Credentials: map[string]state.Credentials{"postgres": c}}
-	out := &Sandbox{Address: host.Address, Generation: host.Generation, Services: []string{"postgres"},
-		Features: map[string][]string{"postgres": host.Features["postgres"]}, Env: rec.EnvMap(o.Prefix)}
+	rec := &state.Record{Address: host.Address, Services: []string{svc}, Generation: host.Generation,
+		Credentials: map[string]state.Credentials{svc: c}}
+	out := &Sandbox{Address: host.Address, Generation: host.Generation, Services: []string{svc},
+		Features: map[string][]string{svc: host.Features[svc]}, Env: rec.EnvMap(o.Prefix)}
 	return out, nil
 }
 
 // DropDatabase drops a database Database handed out (name is its
-// SANDBOXER_POSTGRES_DB), with its role; one already gone is fine.
+// SANDBOXER_POSTGRES_DB or SANDBOXER_MYSQL_DB), with its user; one
+// already gone is fine.
 func (s *Sandboxer) DropDatabase(ctx context.Context, address, name string) error {
 	if name == "" {
-		return &Error{Code: CodeInvalid, Message: "name the database to drop (its SANDBOXER_POSTGRES_DB)"}
+		return &Error{Code: CodeInvalid, Message: "name the database to drop (its SANDBOXER_POSTGRES_DB or SANDBOXER_MYSQL_DB)"}
 	}
 	a, err := config.ParseAddress(address)
 	if err != nil || a.HasKey {
@@ -149,7 +154,7 @@ func (s *Sandboxer) reapDatabases(ctx context.Context) (map[string][]string, err
 // instance address and generation: a replaced host is a new server.
 type databaseHosts struct {
 	mu      sync.Mutex
-	servers map[string]*databases.Server
+	servers map[string]services.TestDatabases
 }
 
 func (h *databaseHosts) close() {
@@ -163,15 +168,17 @@ func (h *databaseHosts) close() {
 
 // databaseServer requests the block's host instance (reused when it
 // covers the block, as any request) and connects to it as its admin.
-func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databases.Server, *state.Record, error) {
+func (s *Sandboxer) databaseServer(ctx context.Context, address string) (services.TestDatabases, *state.Record, error) {
 	a, err := config.ParseAddress(address)
 	if err != nil || a.HasKey {
 		return nil, nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("%q: give a sandbox block (sandbox.NAME), not an instance", address)}
 	}
-	// Before anything is provisioned: the block's instances must run
-	// postgres.
-	if in, ok := s.cfg.Instance(a); ok && !slices.Contains(in.Services, "postgres") {
-		return nil, nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no postgres to host databases in", a)}
+	// Before anything is provisioned: the block's instances must run a
+	// service that hosts databases.
+	if in, ok := s.cfg.Instance(a); ok {
+		if _, _, ok := services.DatabaseHostOf(in.Services); !ok {
+			return nil, nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no service that hosts databases per test (%s)", a, strings.Join(databaseServices(), ", "))}
+		}
 	}
 	// A host this process reached before, of the generation state still
 	// records: no broker round (a lock, a probe) per hand-out. A host
@@ -210,10 +217,11 @@ func (s *Sandboxer) databaseServer(ctx context.Context, address string) (*databa
 
 // connectDatabases connects to a host instance as its admin, once per
 // instance generation.
-func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (*databases.Server, error) {
-	c, ok := rec.Credentials["postgres"]
+func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (services.TestDatabases, error) {
+	svc, dh, ok := services.DatabaseHostOf(rec.Services)
+	c := rec.Credentials[svc]
 	if !ok || c.AdminUser == "" {
-		return nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no postgres to host databases in", rec.Address)}
+		return nil, &Error{Code: CodeNotAllowed, Message: fmt.Sprintf("%s runs no service that hosts databases per test (%s)", rec.Address, strings.Join(databaseServices(), ", "))}
 	}
 	key := fmt.Sprintf("%s#%d", rec.Address, rec.Generation)
 	s.dbs.mu.Lock()
@@ -221,21 +229,19 @@ func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (*d
 		s.dbs.mu.Unlock()
 		return srv, nil
 	}
-	admin := c
-	admin.User, admin.Password = c.AdminUser, c.AdminPassword
-	srv, err := databases.Open(ctx, admin.URL("postgres"), c.Host, c.Port)
+	srv, err := dh.OpenDatabases(ctx, c)
 	if err != nil {
 		s.dbs.mu.Unlock()
 		return nil, classify(err)
 	}
 	if s.dbs.servers == nil {
-		s.dbs.servers = map[string]*databases.Server{}
+		s.dbs.servers = map[string]services.TestDatabases{}
 	}
 	s.dbs.servers[key] = srv
 	// A host replaced (a superset, a dead one re-provisioned): the old
 	// generation's server hands out nothing more and stops refilling
 	// its pool; its databases went with its container.
-	var old []*databases.Server
+	var old []services.TestDatabases
 	for k, o := range s.dbs.servers {
 		if k != key && k[:strings.LastIndex(k, "#")] == rec.Address {
 			old = append(old, o)
@@ -247,6 +253,18 @@ func (s *Sandboxer) connectDatabases(ctx context.Context, rec *state.Record) (*d
 		o.Close()
 	}
 	return srv, nil
+}
+
+// databaseServices names the catalogue's services that host databases
+// per test, for a refusal to list.
+func databaseServices() []string {
+	var out []string
+	for _, svc := range services.All() {
+		if _, ok := svc.(services.DatabaseHost); ok {
+			out = append(out, svc.Name())
+		}
+	}
+	return out
 }
 
 // databaseHostTTL is the lifetime a host instance is requested with: 30

@@ -258,9 +258,10 @@ type ServiceFeatures struct {
 	Error string `json:"error,omitempty"`
 }
 
-// DatabaseBody is POST /v1/databases's body: a fresh PostgreSQL database
-// cloned from the template SQL makes (once per content), inside the kept
-// host instance of the on-demand block Address.
+// DatabaseBody is POST /v1/databases's body: a fresh database (the
+// block's PostgreSQL or MySQL) made from the template SQL makes (once
+// per content), inside the kept host instance of the on-demand block
+// Address.
 type DatabaseBody struct {
 	Address  string   `json:"address"`
 	SQL      []string `json:"sql,omitempty"`
@@ -270,7 +271,7 @@ type DatabaseBody struct {
 }
 
 // DropDatabaseBody is POST /v1/databases/drop's body; Name is the
-// database's name (its env's …_POSTGRES_DB).
+// database's name (its env's …_POSTGRES_DB or …_MYSQL_DB).
 type DropDatabaseBody struct {
 	Address string `json:"address"`
 	Name    string `json:"name"`

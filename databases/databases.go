@@ -46,10 +46,13 @@ import (
 
 // Migration makes a template's schema. Hash names the content (two
 // migrations with one hash share a template); Run executes it on a
-// connection to the template database, as the template's own role.
+// connection to the template database, as the template's own role. SQL
+// is the texts when SQL made it (what a service other than PostgreSQL
+// can run: the library's Database hands them to MySQL's maker).
 type Migration struct {
 	Hash string
 	Run  func(ctx context.Context, conn *pgx.Conn) error
+	SQL  []string
 }
 
 // SQL is a migration of SQL texts, run in order in one transaction; its
@@ -59,7 +62,7 @@ func SQL(texts ...string) Migration {
 	for _, t := range texts {
 		fmt.Fprintf(h, "%d:%s", len(t), t)
 	}
-	return Migration{Hash: hex.EncodeToString(h.Sum(nil)), Run: func(ctx context.Context, conn *pgx.Conn) error {
+	return Migration{Hash: hex.EncodeToString(h.Sum(nil)), SQL: slices.Clone(texts), Run: func(ctx context.Context, conn *pgx.Conn) error {
 		tx, err := conn.Begin(ctx)
 		if err != nil {
 			return err

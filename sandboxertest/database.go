@@ -2,6 +2,7 @@ package sandboxertest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,11 +41,14 @@ func MigrationFunc(hash string, run func(ctx context.Context, conn *pgx.Conn) er
 // CreateDB lets the database's role create databases.
 func CreateDB() DatabaseOption { return func(s *dbSettings) { s.opts.CreateDB = true } }
 
-// Database hands the test a fresh PostgreSQL database of its own, cloned
-// from the migrations' template inside the kept host instance of the
-// on-demand block at address (sandbox.NAME), and drops it (WITH (FORCE))
-// at t.Cleanup. The result has Request's accessors: PostgresURL(), Env,
-// Setenv. The database's role cannot reach any other test's database.
+// Database hands the test a fresh database of its own, made from the
+// migrations' template inside the kept host instance of the on-demand
+// block at address (sandbox.NAME), and drops it at t.Cleanup: a
+// PostgreSQL clone (dropped WITH (FORCE)) when the block runs postgres,
+// else a MySQL copy of the template's tables and rows when it runs mysql
+// (docs/functions.md). The result has Request's accessors: PostgresURL()
+// or MySQLURL(), Env, Setenv. The database's user cannot reach any other
+// test's database.
 func Database(tb testing.TB, address string, opts ...DatabaseOption) *Sandbox {
 	tb.Helper()
 	dbs, err := NewDatabases(context.Background(), address, opts...)
@@ -56,11 +60,11 @@ func Database(tb testing.TB, address string, opts ...DatabaseOption) *Sandbox {
 	return dbs.Database(tb)
 }
 
-func envName(prefix, suffix string) string {
+func envName(prefix, service, suffix string) string {
 	if prefix == "" {
 		prefix = "SANDBOXER_"
 	}
-	return prefix + "POSTGRES_" + suffix
+	return prefix + strings.ToUpper(service) + "_" + suffix
 }
 
 // Databases hands out test databases of one on-demand block for a whole
@@ -110,7 +114,13 @@ func (d *Databases) Database(tb testing.TB, opts ...DatabaseOption) *Sandbox {
 	if err != nil {
 		tb.Fatalf("sandboxertest: database in %s: %v", d.address, err)
 	}
-	name := res.Env[envName(s.prefix, "DB")]
+	// The database's service is the one the result carries (postgres,
+	// mysql: whichever the block's instances host databases with).
+	svc := "postgres"
+	if len(res.Services) == 1 {
+		svc = res.Services[0]
+	}
+	name := res.Env[envName(s.prefix, svc, "DB")]
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

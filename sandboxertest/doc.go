@@ -14,8 +14,9 @@
 // released when the test ends (t.Cleanup); Keep, or SANDBOXER_KEEP=1 in
 // the environment, leaves it for the next run (its ttl still bounds it).
 //
-// Database hands a test a fresh PostgreSQL database of its own instead,
-// cloned from a migrated template inside one kept host instance of the
+// Database hands a test a fresh database of its own instead (PostgreSQL,
+// or MySQL on a mysql block), made from a migrated template inside one
+// kept host instance of the
 // block (sandbox.NAME["sbx-databases"], shared by every test and run, its
 // 30-day ttl bounding it), and drops it at t.Cleanup:
 //

@@ -31,7 +31,7 @@ func TestStart(t *testing.T) {
 	init := string(st.Files[st.Mounts[InitDir+"/"+InitScriptName]])
 	for _, want := range []string{
 		"CREATE USER 'sbx_admin'@'%' IDENTIFIED VIA mysql_native_password USING '" + NativePasswordHash("admin-pw") + "';",
-		"GRANT ALL PRIVILEGES ON *.* TO 'sbx_admin'@'%';",
+		"GRANT ALL PRIVILEGES ON *.* TO 'sbx_admin'@'%' WITH GRANT OPTION;",
 		"CREATE USER 'app'@'%'",
 		"INSTALL SONAME 'ha_archive'",
 	} {

@@ -48,6 +48,13 @@ func startInstance(ctx context.Context, t *testing.T, feats []string) *instance 
 // certificate files beside the password file, TLSArgs after ServerArgs.
 func startInstanceTLS(ctx context.Context, t *testing.T, feats []string, m *certs.Material) *instance {
 	t.Helper()
+	return startInstanceOn(ctx, t, feats, m, nil)
+}
+
+// startInstanceOn is startInstanceTLS with tmpfs mounts (the data
+// directory on one, as a runtime's storage = "tmpfs" places it).
+func startInstanceOn(ctx context.Context, t *testing.T, feats []string, m *certs.Material, tmpfs []string) *instance {
+	t.Helper()
 	image := enginetest.Image(t, testImage, "images/build.sh mysql")
 	c := state.Credentials{
 		User:          "app_" + randomHex(4),
@@ -89,6 +96,7 @@ func startInstanceTLS(ctx context.Context, t *testing.T, feats []string, m *cert
 		Mounts: map[string]string{initDir: InitDir, secretDir: "/run/sandboxer"},
 		Port:   Port,
 		Args:   args,
+		Tmpfs:  tmpfs,
 	})
 	c.Host, c.Port = "127.0.0.1", ctr.HostPort(ctx, Port)
 	inst := &instance{ctr: ctr, creds: c}

@@ -60,10 +60,12 @@ func InitScript(c state.Credentials, feats []string) []byte {
 	b.WriteString("GRANT ALL PRIVILEGES ON *.* TO 'mysql'@'localhost';\n")
 	if c.AdminUser != "" && c.AdminUser != AdminUser {
 		// The runtime's admin, over TCP (root is the socket's and
-		// localhost's only): rotation and nothing the user sees.
+		// localhost's only): rotation and the databases per test (whose
+		// users it grants privileges on their own databases, hence GRANT
+		// OPTION), nothing the user sees.
 		fmt.Fprintf(&b, "CREATE USER %s IDENTIFIED VIA mysql_native_password USING %s;\n",
 			Account(c.AdminUser), QuoteString(NativePasswordHash(c.AdminPassword.Reveal())))
-		fmt.Fprintf(&b, "GRANT ALL PRIVILEGES ON *.* TO %s;\n", Account(c.AdminUser))
+		fmt.Fprintf(&b, "GRANT ALL PRIVILEGES ON *.* TO %s WITH GRANT OPTION;\n", Account(c.AdminUser))
 	}
 	fmt.Fprintf(&b, "CREATE DATABASE %s CHARACTER SET utf8mb4;\n", QuoteIdent(c.Database))
 	fmt.Fprintf(&b, "CREATE USER %s IDENTIFIED VIA mysql_native_password USING %s;\n",

@@ -28,12 +28,13 @@ type DatabaseOptions struct {
 func newDatabaseCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "database",
-		Short: "Hand out, or drop, a fresh PostgreSQL database of its own (one per test)",
-		Long: "A database per test, as sandboxertest.Database gives a Go test: cloned from a\n" +
+		Short: "Hand out, or drop, a fresh PostgreSQL or MySQL database of its own (one per test)",
+		Long: "A database per test, as sandboxertest.Database gives a Go test: made from a\n" +
 			"template made once per migration content inside the block's kept host\n" +
-			"instance (sandbox.NAME[\"sbx-databases\"]), owned by a role of its own that no\n" +
-			"other database's role can reach. A database made here lives until it is\n" +
-			"dropped or its --ttl passes (then reap drops it).",
+			"instance (sandbox.NAME[\"sbx-databases\"]), owned by a user of its own that no\n" +
+			"other database's user can reach: a PostgreSQL clone, or on a mysql block a\n" +
+			"copy of the template's tables and rows. A database made here lives until it\n" +
+			"is dropped or its --ttl passes (then reap drops it).",
 		Example: "  sandboxer database create sandbox.db --sql db/schema.sql --json\n" +
 			"  sandboxer database drop sandbox.db sbxt_0123456789abcdef",
 		Args: rangeArgs(0, 0),
@@ -107,7 +108,7 @@ func newDatabaseDropCmd(f *Factory, runF func(*DatabaseOptions) error) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "drop ADDR NAME",
 		Short: "Drop a database `database create` handed out",
-		Long:  "Drop database NAME (its SANDBOXER_POSTGRES_DB) of sandbox.NAME's host, with its role; one already gone is fine.",
+		Long:  "Drop database NAME (its SANDBOXER_POSTGRES_DB or SANDBOXER_MYSQL_DB) of sandbox.NAME's host, with its user; one already gone is fine.",
 		Example: "  sandboxer database drop sandbox.db sbxt_0123456789abcdef\n" +
 			"  sandboxer database drop sandbox.db \"$SANDBOXER_POSTGRES_DB\" --json",
 		Args: rangeArgs(2, 2),
