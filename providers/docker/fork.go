@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/jackc/pgx/v5"
@@ -34,6 +36,10 @@ var _ apply.Forker = (*Provider)(nil)
 // the data into place (PostgreSQL, ForkStartScript) or reads it (an RDB
 // file, services.Forker.ForkArgs).
 const forkDir = "/tmp"
+
+// debugForkEnv, when set, makes Fork write each service's capture (its
+// hold and the hold's steps) on stderr, for the benchmark's figures.
+const debugForkEnv = "SANDBOXER_DEBUG_FORK"
 
 // forkFrom is what the copies of one fork start from: the source's
 // container and captured data per service.
@@ -200,6 +206,11 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		out.Held = max(out.Held, from.copies[pt.svc].Held)
 		if p.onForkCapture != nil {
 			p.onForkCapture(pt.svc, from.copies[pt.svc])
+		}
+		if os.Getenv(debugForkEnv) != "" {
+			// Figures only (scripts/benchfork): where the hold went.
+			c := from.copies[pt.svc]
+			fmt.Fprintf(os.Stderr, "sandboxer: fork %s: %s captured by %s, held %s %s\n", src.Address, pt.svc, c.Method, c.Held.Round(time.Millisecond), c.Steps)
 		}
 	}
 

@@ -193,7 +193,7 @@ rm -rf "$stage"
 mkdir -m 0700 "$stage" || exit 1
 # A runtime gone before it copied the stage out leaves it for at most
 # half an hour.
-( sleep 1800; rm -rf "$stage" "$since" "$since.changed" "$since.all" "$since.staged" ) >/dev/null 2>&1 &
+( sleep 1800; rm -rf "$stage" "$since" "$since".* ) >/dev/null 2>&1 &
 method=copy
 case "$(stat -f -c %T "$PGDATA" 2>/dev/null)" in tmpfs|ramfs) method=memory ;; esac
 flag=""
@@ -206,9 +206,32 @@ rm -f "$stage/.probe"
 # in four.
 gnu=""
 find "$PGDATA" -maxdepth 0 -fprint /dev/null >/dev/null 2>&1 && cp --help 2>&1 | grep -q -e --parents && gnu=1
-# Pass 1, the server running: every file. A file written after the
-# marker (and the pause that puts later writes on a later clock tick)
-# has a newer time than it.
+# copy_changed copies the files written or renamed since the marker $1
+# (a file written after it, and after the pause that puts later writes
+# on a later clock tick, has a newer time), listing them in $2; with
+# GNU find it lists every file in $3 too.
+copy_changed() {
+	if [ -n "$gnu" ] && [ -n "$3" ]; then
+		find . -path './.sbx-*' -prune -o -type f -fprint "$3" \( -newer "$1" -o -cnewer "$1" \) ! -name postmaster.pid ! -name postmaster.opts -print > "$2" || return 1
+	else
+		find . -path './.sbx-*' -prune -o -type f \( -newer "$1" -o -cnewer "$1" \) ! -name postmaster.pid ! -name postmaster.opts -print > "$2" || return 1
+	fi
+	tick t2
+	[ -s "$2" ] || return 0
+	list=$2
+	if [ -n "$gnu" ]; then
+		set --
+		while read -r f; do set -- "$@" "$f"; done < "$list"
+		cp -a $flag --parents "$@" "$stage/" || return 1
+	else
+		tar -c -f - -T "$list" | tar -x -f - -C "$stage" || return 1
+	fi
+}
+# Pass 1, the server running: every file. Then two more passes while it
+# runs, each of the files changed since the one before began, so the
+# pass in the hold has only what changed during the last, short one
+# (a big table an autovacuum rewrote during the first pass is copied
+# again here, not while the writers wait).
 touch "$since" || exit 1
 sleep 0.05
 for f in "$PGDATA"/*; do
@@ -216,6 +239,12 @@ for f in "$PGDATA"/*; do
 	cp -a $flag "$f" "$stage/" || exit 1
 done
 cd "$PGDATA" || exit 1
+for round in 1 2; do
+	touch "$since.next" || exit 1
+	sleep 0.05
+	copy_changed "$since" "$since.copy" "" || exit 1
+	mv -f "$since.next" "$since" || exit 1
+done
 trap 'kill -CONT $pids 2>/dev/null' EXIT
 t0=$(now)
 tick ts
@@ -230,22 +259,11 @@ fi
 echo frozen
 tick t1
 # Pass 2, the server stopped: the files written or renamed since the
-# marker again; and the list of every file, so the files gone since
-# pass 1 can leave the stage once the server goes on.
-if [ -n "$gnu" ]; then
-	find . -path './.sbx-*' -prune -o -type f -fprint "$since.all" \( -newer "$since" -o -cnewer "$since" \) ! -name postmaster.pid ! -name postmaster.opts -print > "$since.copy" || exit 1
-	tick t2
-	set --
-	while read -r f; do set -- "$@" "$f"; done < "$since.copy"
-	if [ $# -gt 0 ]; then cp -a $flag --parents "$@" "$stage/" || exit 1; fi
-	tick t3
-else
-	find . -path './.sbx-*' -prune -o -type f \( -newer "$since" -o -cnewer "$since" \) ! -name postmaster.pid ! -name postmaster.opts -print > "$since.copy" || exit 1
-	tick t2
-	if [ -s "$since.copy" ]; then
-		tar -c -f - -T "$since.copy" | tar -x -f - -C "$stage" || exit 1
-	fi
-	tick t3
+# last marker again; and the list of every file, so the files gone
+# since pass 1 can leave the stage once the server goes on.
+copy_changed "$since" "$since.copy" "$since.all" || exit 1
+tick t3
+if [ -z "$gnu" ]; then
 	find . -path './.sbx-*' -prune -o -type f -print > "$since.all" || exit 1
 fi
 tick t4
@@ -264,7 +282,7 @@ echo "steps stop+notify=$(((t1 - ts) * 10))ms find=$(((t2 - t1) * 10))ms copy=$(
 # leave the stage; the server is running again.
 (cd "$stage" && find . -type f -print) > "$since.staged" || exit 1
 grep -vxF -f "$since.all" "$since.staged" | while read -r f; do rm -f "$stage/$f"; done
-rm -f "$since.changed" "$since.copy" "$since.all" "$since.staged"
+rm -f "$since" "$since".*
 echo resumed
 `
 }
