@@ -245,6 +245,11 @@ for round in 1 2; do
 	copy_changed "$since" "$since.copy" "" || exit 1
 	mv -f "$since.next" "$since" || exit 1
 done
+# Should this shell die by a signal it cannot trap, the watchdog resumes
+# every PostgreSQL process as soon as it is gone (started before the
+# hold: a fork inside it costs the writers time).
+( while kill -0 $$ 2>/dev/null; do sleep 0.1; done
+  for d in /proc/[0-9]*; do c=""; read -r c < "$d/comm" 2>/dev/null; [ "$c" = postgres ] && kill -CONT "${d#/proc/}" 2>/dev/null; done ) >/dev/null 2>&1 &
 trap 'kill -CONT $pids 2>/dev/null' EXIT
 t0=$(now)
 tick ts
@@ -253,9 +258,6 @@ if [ -z "$pids" ]; then
 	echo "sandboxer: no PostgreSQL process to hold" >&2
 	exit 1
 fi
-# Should this shell die by a signal it cannot trap, the watchdog resumes
-# the server as soon as it is gone.
-( while kill -0 $$ 2>/dev/null; do sleep 0.1; done; kill -CONT $pids 2>/dev/null ) >/dev/null 2>&1 &
 echo frozen
 tick t1
 # Pass 2, the server stopped: the files written or renamed since the
