@@ -159,8 +159,9 @@ sandbox "agent" {
 				aS = time.Since(start).Seconds()
 				measuredA[n] = aS
 				if aErr != nil {
+					// What it took until it failed: a lower bound.
 					fmt.Fprintln(os.Stderr, "benchfork: (a):", aErr)
-					aS, aMark = 0, "failed "
+					aMark = "failed>"
 					delete(measuredA, n)
 				}
 				for i := 1; i <= n; i++ {

@@ -227,11 +227,9 @@ copy_changed() {
 		tar -c -f - -T "$list" | tar -x -f - -C "$stage" || return 1
 	fi
 }
-# Pass 1, the server running: every file. Then two more passes while it
+# Pass 1, the server running: every file. Then more passes while it
 # runs, each of the files changed since the one before began, so the
-# pass in the hold has only what changed during the last, short one
-# (a big table an autovacuum rewrote during the first pass is copied
-# again here, not while the writers wait).
+# pass in the hold has only what changed during the last, short one.
 touch "$since" || exit 1
 sleep 0.05
 for f in "$PGDATA"/*; do
@@ -239,11 +237,26 @@ for f in "$PGDATA"/*; do
 	cp -a $flag "$f" "$stage/" || exit 1
 done
 cd "$PGDATA" || exit 1
-for round in 1 2; do
+# Until what a pass copied is small (16 MiB, GNU du tells; two passes
+# without it), at most ten: a table rewritten throughout (an autovacuum
+# over a freshly loaded gigabyte) is copied again here, not in the hold.
+round=0
+while [ "$round" -lt 10 ]; do
+	round=$((round + 1))
 	touch "$since.next" || exit 1
 	sleep 0.05
 	copy_changed "$since" "$since.copy" "" || exit 1
 	mv -f "$since.next" "$since" || exit 1
+	if [ -n "$gnu" ]; then
+		kb=0
+		if [ -s "$since.copy" ]; then
+			kb=$(tr '\n' '\0' < "$since.copy" | du -ck --files0-from=- 2>/dev/null | tail -n 1 | cut -f 1)
+		fi
+		case "$kb" in *[!0-9]*|"") kb=0 ;; esac
+		[ "$kb" -le 16384 ] && [ "$round" -ge 2 ] && break
+	else
+		[ "$round" -ge 2 ] && break
+	fi
 done
 # Should this shell die by a signal it cannot trap, the watchdog resumes
 # every PostgreSQL process as soon as it is gone (started before the
