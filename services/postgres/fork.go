@@ -89,11 +89,12 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 		done <- err
 	}()
 	var (
-		out       contract.ForkCopy
-		frozenAt  time.Time
-		duringErr error
-		scriptNS  int64
-		lines     = bufio.NewScanner(outR)
+		out        contract.ForkCopy
+		frozenAt   time.Time
+		duringErr  error
+		scriptNS   int64
+		scriptSaid bool
+		lines      = bufio.NewScanner(outR)
 	)
 	for lines.Scan() {
 		f := strings.Fields(lines.Text())
@@ -109,7 +110,9 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 			_ = inW.Close()
 		case len(f) == 1 && f[0] == "resumed":
 		case len(f) == 2 && f[0] == "held":
-			scriptNS, _ = strconv.ParseInt(f[1], 10, 64)
+			if n, perr := strconv.ParseInt(f[1], 10, 64); perr == nil {
+				scriptNS, scriptSaid = n, true
+			}
 			if !frozenAt.IsZero() && out.Held == 0 {
 				out.Held = time.Since(frozenAt)
 			}
@@ -128,10 +131,10 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 		out.Held = time.Since(frozenAt)
 	}
 	// The script's own clock, from its first SIGSTOP to its last
-	// SIGCONT, is the hold itself; the time seen here adds the exec
-	// stream's latency and misses the stop itself, so it is the figure
-	// only when the script's clock has no nanoseconds.
-	if scriptNS > 0 {
+	// SIGCONT (in 10 ms ticks), is the hold itself; the time seen here
+	// adds the exec stream's latency and misses the stop itself, so it
+	// is the figure only when the script said nothing.
+	if scriptSaid {
 		out.Held = time.Duration(scriptNS)
 	}
 	switch {
@@ -151,8 +154,8 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 // and resumes the processes as soon as both the copy is made and its
 // input has ended (or at once, on any failure); then "held NS" (the
 // hold as the script measured it, from the first SIGSTOP to the last
-// SIGCONT, when its clock says nanoseconds), "steps …" (the hold's
-// parts, in milliseconds) and "resumed".
+// SIGCONT, in nanoseconds counted in the kernel's 10 ms ticks), "steps
+// …" (the hold's parts, in milliseconds) and "resumed".
 //
 // Inside the hold it forks few processes, each a few milliseconds on a
 // loaded host: the process listing reads /proc with the shell's own
@@ -164,7 +167,6 @@ func forkHoldScript(stageDir string) string {
 	return `stage="$PGDATA/` + stageDir + `"
 since="$stage.since"
 pids=""
-now() { t=$(date +%s%N 2>/dev/null); case "$t" in *[!0-9]*|"") echo 0 ;; *) echo "$t" ;; esac; }
 # tick is the kernel's uptime in hundredths of a second, read without a
 # process, for the hold's steps.
 tick() { read -r u _ < /proc/uptime; u=${u%.*}${u#*.}; eval "$1=\${u#0}"; }
@@ -264,7 +266,6 @@ done
 ( while kill -0 $$ 2>/dev/null; do sleep 0.1; done
   for d in /proc/[0-9]*; do c=""; read -r c < "$d/comm" 2>/dev/null; [ "$c" = postgres ] && kill -CONT "${d#/proc/}" 2>/dev/null; done ) >/dev/null 2>&1 &
 trap 'kill -CONT $pids 2>/dev/null' EXIT
-t0=$(now)
 tick ts
 stop_all
 if [ -z "$pids" ]; then
@@ -287,11 +288,11 @@ echo "method $method"
 read -r _ || true
 tick t5
 kill -CONT $pids 2>/dev/null
-t6=$(now)
+tick te
 trap - EXIT
-if [ "$t0" != 0 ] && [ "$t6" != 0 ]; then
-	echo "held $((t6 - t0))"
-fi
+# The hold in the kernel's 10 ms ticks, read without a process (a clock
+# read by a process would count its start, tens of ms on a loaded host).
+echo "held $(((te - ts) * 10000000))"
 echo "steps stop+notify=$(((t1 - ts) * 10))ms find=$(((t2 - t1) * 10))ms copy=$(((t3 - t2) * 10))ms($(wc -l < "$since.copy")files) list=$(((t4 - t3) * 10))ms wait=$(((t5 - t4) * 10))ms (10ms ticks)"
 # The files removed since pass 1 (recycled WAL, dropped relations)
 # leave the stage; the server is running again.
