@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/jackc/pgx/v5"
@@ -35,11 +37,36 @@ var _ apply.Forker = (*Provider)(nil)
 // file, services.Forker.ForkArgs).
 const forkDir = "/tmp"
 
+// debugForkEnv, when set, makes Fork write each service's capture (its
+// hold and the hold's steps) on stderr, for the benchmark's figures.
+const debugForkEnv = "SANDBOXER_DEBUG_FORK"
+
 // forkFrom is what the copies of one fork start from: the source's
 // container and captured data per service.
 type forkFrom struct {
 	src    map[string]string // service → source container id
 	copies map[string]services.ForkCopy
+	// srcVolumes and srcRels: the named volume holding a service's stage
+	// in its source container and the stage's path inside it (none for a
+	// tmpfs), for the fill inside the engine (forkfill.go).
+	srcVolumes, srcRels map[string]string
+	// fills bounds the copies filled at once (the engine host's cores).
+	fills chan struct{}
+
+	mu sync.Mutex
+	// filled is the path each service's copies were filled by
+	// (fillVolume, fillStream), for apply.Forked.Methods.
+	filled map[string]string
+}
+
+func (f *forkFrom) noteFill(svc, how string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.filled[svc] == "" || f.filled[svc] == how {
+		f.filled[svc] = how
+	} else {
+		f.filled[svc] = "mixed"
+	}
 }
 
 // Fork captures src's data at one instant and starts one instance per
@@ -60,6 +87,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	}
 	var parts []part
 	images := map[string]string{}
+	mounts := map[string][]container.MountPoint{}
 	for _, svc := range src.Services {
 		s, ok := services.Lookup(svc)
 		if !ok {
@@ -81,6 +109,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 			return nil, fmt.Errorf("fork %s: its %s container is not running: %w", src.Address, svc, apply.ErrNotFound)
 		}
 		images[svc] = ci.Config.Image
+		mounts[svc] = ci.Mounts
 		parts = append(parts, part{svc: svc, f: f, in: services.Instance{Run: containerRunner{p: p, id: id}, Creds: c,
 			Features: src.Features[svc], Allowed: p.cat.Allowed(svc)}})
 	}
@@ -104,16 +133,24 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	if err != nil {
 		return nil, err
 	}
-	from := &forkFrom{src: map[string]string{}, copies: map[string]services.ForkCopy{}}
+	from := &forkFrom{src: map[string]string{}, copies: map[string]services.ForkCopy{},
+		srcVolumes: map[string]string{}, srcRels: map[string]string{}, filled: map[string]string{},
+		fills: make(chan struct{}, p.fillSlots(ctx, len(reqs)))}
 	var mu sync.Mutex
+	// capture(i) captures parts[i:]: parts[i] holds its data still and,
+	// while it does, captures the rest. A later part's capture goes on
+	// in the background once its instant is taken (its own during is
+	// called), so the first part's hold ends with the instant, not with
+	// the later parts' saves (a BGSAVE's file is written after it).
 	var capture func(i int) func(context.Context) error
+	var later errgroup.Group
 	capture = func(i int) func(context.Context) error {
 		if i == len(parts) {
 			return nil
 		}
-		return func(ctx context.Context) error {
+		run := func(ctx context.Context, during func(context.Context) error) error {
 			pt := parts[i]
-			c, err := pt.f.ForkCapture(ctx, pt.in, stage, capture(i+1))
+			c, err := pt.f.ForkCapture(ctx, pt.in, stage, during)
 			mu.Lock()
 			from.copies[pt.svc] = c
 			mu.Unlock()
@@ -121,6 +158,27 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 				return fmt.Errorf("capture %s: %w", pt.svc, err)
 			}
 			return nil
+		}
+		if i == 0 {
+			return func(ctx context.Context) error { return run(ctx, capture(1)) }
+		}
+		return func(ctx context.Context) error {
+			taken := make(chan error, 1)
+			inner := capture(i + 1)
+			later.Go(func() error {
+				var once sync.Once
+				err := run(ctx, func(ctx context.Context) error {
+					var err error
+					if inner != nil {
+						err = inner(ctx)
+					}
+					once.Do(func() { taken <- err })
+					return err
+				})
+				once.Do(func() { taken <- err })
+				return err
+			})
+			return <-taken
 		}
 	}
 	defer func() {
@@ -130,15 +188,30 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 			_ = pt.f.ForkClean(cctx, pt.in, stage, from.copies[pt.svc])
 		}
 	}()
-	if err := capture(0)(ctx); err != nil {
+	err = capture(0)(ctx)
+	if lerr := later.Wait(); err == nil {
+		err = lerr
+	}
+	if err != nil {
 		return nil, scrub.Err(fmt.Errorf("fork %s: %w", src.Address, err))
 	}
 	out := &apply.Forked{Created: make([]*apply.Created, len(reqs)), Methods: map[string]string{}, Bytes: total}
 	for _, pt := range parts {
 		id, _, _ := serviceOf(src, pt.svc)
 		from.src[pt.svc] = id
+		if v, rel, ok := volumeAt(mounts[pt.svc], from.copies[pt.svc].Path); ok {
+			from.srcVolumes[pt.svc], from.srcRels[pt.svc] = v, rel
+		}
 		out.Methods[pt.svc] = from.copies[pt.svc].Method
 		out.Held = max(out.Held, from.copies[pt.svc].Held)
+		if p.onForkCapture != nil {
+			p.onForkCapture(pt.svc, from.copies[pt.svc])
+		}
+		if os.Getenv(debugForkEnv) != "" {
+			// Figures only (scripts/benchfork): where the hold went.
+			c := from.copies[pt.svc]
+			fmt.Fprintf(os.Stderr, "sandboxer: fork %s: %s captured by %s, held %s %s\n", src.Address, pt.svc, c.Method, c.Held.Round(time.Millisecond), c.Steps)
+		}
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -164,7 +237,21 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		}
 		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
 	}
+	for svc, how := range from.filled {
+		out.Methods[svc] += "+" + how
+	}
 	return out, nil
+}
+
+// fillSlots is how many copies are filled at once: the engine host's
+// cores (a copy is disk and memory bandwidth; more at once only
+// interleave), at least one, at most n.
+func (p *Provider) fillSlots(ctx context.Context, n int) int {
+	cores := 2
+	if info, err := p.cli.Info(ctx); err == nil && info.NCPU > 0 {
+		cores = info.NCPU
+	}
+	return max(1, min(cores, n))
 }
 
 // forkStage is a new fork's stage name.
@@ -313,17 +400,14 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 	if c.Port, err = p.startContainer(ctx, b, "postgres", id, name, postgresPort); err != nil {
 		return nil, c, err
 	}
-	// The start script waits for the data: streamed from the source's
-	// stage straight into the copy's data directory (volume or tmpfs).
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(p.execIn(ctx, b.fork.src["postgres"], pgsvc.OSUser, pgsvc.ForkCaptureCommand(b.fork.copies["postgres"].Path), pw))
-	}()
-	err = p.execStdin(ctx, id, pgsvc.OSUser, pgsvc.ForkFillCommand(), pr, nil)
-	pr.CloseWithError(io.ErrClosedPipe)
+	// The start script waits for the data: copied from the source's
+	// stage into the copy's data directory (volume or tmpfs) by the
+	// cheapest path the storage allows (forkfill.go).
+	how, err := p.fillPostgres(ctx, b, b.fork, id, spec.Image, pgdata, owner)
 	if err != nil {
 		return nil, c, fmt.Errorf("fill the data directory of %s: %w", name, err)
 	}
+	b.fork.noteFill("postgres", how)
 	conn, err := p.awaitPostgres(ctx, id, c)
 	return conn, c, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	redissvc "github.com/sandboxer/sandboxer/services/redis"
 	"github.com/sandboxer/sandboxer/state"
@@ -126,6 +127,9 @@ func TestForkWithWriter(t *testing.T) {
 					mu.Unlock()
 				}
 			}()
+			p.onForkCapture = func(svc string, c services.ForkCopy) {
+				t.Logf("%s: %s captured by %s, held %s (%s)", storage, svc, c.Method, c.Held.Round(time.Millisecond), c.Steps)
+			}
 			time.Sleep(300 * time.Millisecond)
 			forkBegan := time.Now()
 			forked, err := p.Fork(ctx, src, forkReqs(lineage, src, 3))
@@ -158,8 +162,11 @@ func TestForkWithWriter(t *testing.T) {
 			if len(before) == 0 || len(after) == 0 {
 				t.Fatalf("the writer wrote %d rows before the fork and %d after; the test proves nothing", len(before), len(after))
 			}
-			wantMethod := map[string]string{config.StorageVolume: "copy", config.StorageTmpfs: "memory"}[storage]
-			if m := forked.Methods["postgres"]; m != wantMethod && m != "reflink" {
+			// The capture's method, then the path each copy was filled
+			// by: inside the engine from volume to volume, or streamed
+			// for a tmpfs no other container sees.
+			wantMethod := map[string]string{config.StorageVolume: "copy+volume", config.StorageTmpfs: "memory+stream"}[storage]
+			if m := forked.Methods["postgres"]; m != wantMethod && m != "reflink+volume" {
 				t.Errorf("postgres method %q, want %q", m, wantMethod)
 			}
 			if forked.Methods["redis"] != "rdb" {

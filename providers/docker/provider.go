@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/services"
 )
 
 // Defaults for the timeouts a Provider uses.
@@ -62,6 +63,9 @@ type Provider struct {
 	// afterContainerCreate, when set (tests only), runs after a service's
 	// container is created and before it starts.
 	afterContainerCreate func(service string)
+	// onForkCapture, when set (tests only), is told each service's
+	// capture of a fork (fork.go): its method, hold and the hold's steps.
+	onForkCapture func(service string, c services.ForkCopy)
 
 	// caps remembers what each image provides (capabilities.go).
 	caps capCache

@@ -89,29 +89,39 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 		done <- err
 	}()
 	var (
-		out       contract.ForkCopy
-		frozenAt  time.Time
-		duringErr error
-		lines     = bufio.NewScanner(outR)
+		out        contract.ForkCopy
+		frozenAt   time.Time
+		duringErr  error
+		scriptNS   int64
+		scriptSaid bool
+		lines      = bufio.NewScanner(outR)
 	)
 	for lines.Scan() {
 		f := strings.Fields(lines.Text())
 		switch {
 		case len(f) == 1 && f[0] == "frozen":
 			frozenAt = time.Now()
+			// The other services are captured while the script makes
+			// its second pass; its input's end lets it resume the server
+			// as soon as both are done.
 			if during != nil {
 				duringErr = during(ctx)
 			}
+			_ = inW.Close()
 		case len(f) == 1 && f[0] == "resumed":
-			if !frozenAt.IsZero() {
+		case len(f) == 2 && f[0] == "held":
+			if n, perr := strconv.ParseInt(f[1], 10, 64); perr == nil {
+				scriptNS, scriptSaid = n, true
+			}
+			if !frozenAt.IsZero() && out.Held == 0 {
 				out.Held = time.Since(frozenAt)
 			}
+		case len(f) >= 2 && f[0] == "steps":
+			out.Steps = strings.Join(f[1:], " ")
 		case len(f) == 2 && f[0] == "path":
 			out.Path = f[1]
 		case len(f) == 2 && f[0] == "method":
 			out.Method = f[1]
-			// The copy is made: let the script resume the server.
-			_ = inW.Close()
 		}
 	}
 	_ = inW.Close()
@@ -119,6 +129,13 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 	err = <-done
 	if !frozenAt.IsZero() && out.Held == 0 {
 		out.Held = time.Since(frozenAt)
+	}
+	// The script's own clock, from its first SIGSTOP to its last
+	// SIGCONT (in 10 ms ticks), is the hold itself; the time seen here
+	// adds the exec stream's latency and misses the stop itself, so it
+	// is the figure only when the script said nothing.
+	if scriptSaid {
+		out.Held = time.Duration(scriptNS)
 	}
 	switch {
 	case err != nil:
@@ -131,24 +148,39 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 	return out, nil
 }
 
-// forkHoldScript is ForkCapture's script, run as the server's user in the source's
-// container. It prints "frozen" once every PostgreSQL process is
-// stopped, "path P" and "method M" once the copy is made, and resumes
-// the processes when its input ends (or at once, on any failure).
+// forkHoldScript is ForkCapture's script, run as the server's user in
+// the source's container. It prints "frozen" once every PostgreSQL
+// process is stopped, "path P" and "method M" once the copy is made,
+// and resumes the processes as soon as both the copy is made and its
+// input has ended (or at once, on any failure); then "held NS" (the
+// hold as the script measured it, from the first SIGSTOP to the last
+// SIGCONT, in nanoseconds counted in the kernel's 10 ms ticks), "steps
+// …" (the hold's parts, in milliseconds) and "resumed".
+//
+// Inside the hold it forks few processes, each a few milliseconds on a
+// loaded host: the process listing reads /proc with the shell's own
+// read, the second pass is one find and one tar pipe whatever the
+// number of changed files, and the files removed since the first pass
+// are dropped from the stage after the server goes on, from a listing
+// taken while it stood still.
 func forkHoldScript(stageDir string) string {
 	return `stage="$PGDATA/` + stageDir + `"
 since="$stage.since"
 pids=""
-# stop_all stops every PostgreSQL process, again until none is new: a
-# backend forked between the listing and the postmaster's stop is
-# caught by the next round; one that ended meanwhile is no error.
+# tick is the kernel's uptime in hundredths of a second, read without a
+# process, for the hold's steps.
+tick() { read -r u _ < /proc/uptime; u=${u%.*}${u#*.}; eval "$1=\${u#0}"; }
 stop_all() {
+	read -r pm < "$PGDATA/postmaster.pid" 2>/dev/null || pm=""
+	case "$pm" in *[!0-9]*|"") ;; *) kill -STOP "$pm" 2>/dev/null && pids=" $pm" ;; esac
 	for round in 1 2 3 4; do
 		new=""
 		for d in /proc/[0-9]*; do
 			p=${d#/proc/}
-			[ "$(cat "$d/comm" 2>/dev/null)" = postgres ] || continue
-			case " $pids " in *" $p "*) ;; *) new="$new $p" ;; esac
+			case " $pids " in *" $p "*) continue ;; esac
+			c=""
+			read -r c < "$d/comm" 2>/dev/null
+			[ "$c" = postgres ] && new="$new $p"
 		done
 		[ -z "$new" ] && return 0
 		kill -STOP $new 2>/dev/null
@@ -163,7 +195,7 @@ rm -rf "$stage"
 mkdir -m 0700 "$stage" || exit 1
 # A runtime gone before it copied the stage out leaves it for at most
 # half an hour.
-( sleep 1800; rm -rf "$stage" "$since" ) >/dev/null 2>&1 &
+( sleep 1800; rm -rf "$stage" "$since" "$since".* ) >/dev/null 2>&1 &
 method=copy
 case "$(stat -f -c %T "$PGDATA" 2>/dev/null)" in tmpfs|ramfs) method=memory ;; esac
 flag=""
@@ -172,42 +204,101 @@ if [ "$method" = copy ] && cp -a --reflink=always "$PGDATA/PG_VERSION" "$stage/.
 	flag=--reflink=always
 fi
 rm -f "$stage/.probe"
-# Pass 1, the server running: every file. A file written after the
-# marker (and the pause that puts later writes on a later clock tick)
-# has a newer time than it.
+# GNU find and cp do the second pass in two processes; others (busybox)
+# in four.
+gnu=""
+find "$PGDATA" -maxdepth 0 -fprint /dev/null >/dev/null 2>&1 && cp --help 2>&1 | grep -q -e --parents && gnu=1
+# copy_changed copies the files written or renamed since the marker $1
+# (a file written after it, and after the pause that puts later writes
+# on a later clock tick, has a newer time), listing them in $2; with
+# GNU find it lists every file in $3 too.
+copy_changed() {
+	if [ -n "$gnu" ] && [ -n "$3" ]; then
+		find . -path './.sbx-*' -prune -o -type f -fprint "$3" \( -newer "$1" -o -cnewer "$1" \) ! -name postmaster.pid ! -name postmaster.opts -print > "$2" || return 1
+	else
+		find . -path './.sbx-*' -prune -o -type f \( -newer "$1" -o -cnewer "$1" \) ! -name postmaster.pid ! -name postmaster.opts -print > "$2" || return 1
+	fi
+	tick t2
+	[ -s "$2" ] || return 0
+	list=$2
+	if [ -n "$gnu" ]; then
+		set --
+		while read -r f; do set -- "$@" "$f"; done < "$list"
+		cp -a $flag --parents "$@" "$stage/" || return 1
+	else
+		tar -c -f - -T "$list" | tar -x -f - -C "$stage" || return 1
+	fi
+}
+# Pass 1, the server running: every file. Then more passes while it
+# runs, each of the files changed since the one before began, so the
+# pass in the hold has only what changed during the last, short one.
 touch "$since" || exit 1
 sleep 0.05
 for f in "$PGDATA"/*; do
 	case "${f##*/}" in postmaster.pid|postmaster.opts) continue ;; esac
 	cp -a $flag "$f" "$stage/" || exit 1
 done
+cd "$PGDATA" || exit 1
+# Until what a pass copied is small (16 MiB, GNU du tells; two passes
+# without it), at most ten: a table rewritten throughout (an autovacuum
+# over a freshly loaded gigabyte) is copied again here, not in the hold.
+round=0
+while [ "$round" -lt 10 ]; do
+	round=$((round + 1))
+	touch "$since.next" || exit 1
+	sleep 0.05
+	copy_changed "$since" "$since.copy" "" || exit 1
+	mv -f "$since.next" "$since" || exit 1
+	if [ -n "$gnu" ]; then
+		kb=0
+		if [ -s "$since.copy" ]; then
+			kb=$(tr '\n' '\0' < "$since.copy" | du -ck --files0-from=- 2>/dev/null | tail -n 1 | cut -f 1)
+		fi
+		case "$kb" in *[!0-9]*|"") kb=0 ;; esac
+		[ "$kb" -le 16384 ] && [ "$round" -ge 2 ] && break
+	else
+		[ "$round" -ge 2 ] && break
+	fi
+done
+# Should this shell die by a signal it cannot trap, the watchdog resumes
+# every PostgreSQL process as soon as it is gone (started before the
+# hold: a fork inside it costs the writers time).
+( while kill -0 $$ 2>/dev/null; do sleep 0.1; done
+  for d in /proc/[0-9]*; do c=""; read -r c < "$d/comm" 2>/dev/null; [ "$c" = postgres ] && kill -CONT "${d#/proc/}" 2>/dev/null; done ) >/dev/null 2>&1 &
 trap 'kill -CONT $pids 2>/dev/null' EXIT
+tick ts
 stop_all
 if [ -z "$pids" ]; then
 	echo "sandboxer: no PostgreSQL process to hold" >&2
 	exit 1
 fi
-# Should this shell die by a signal it cannot trap, the watchdog resumes
-# the server as soon as it is gone.
-( while kill -0 $$ 2>/dev/null; do sleep 0.1; done; kill -CONT $pids 2>/dev/null ) >/dev/null 2>&1 &
 echo frozen
+tick t1
 # Pass 2, the server stopped: the files written or renamed since the
-# marker again, and the files gone since removed.
-cd "$PGDATA" || exit 1
-find . -path './.sbx-*' -prune -o -type f \( -newer "$since" -o -cnewer "$since" \) -print > "$since.changed" || exit 1
-while read -r f; do
-	case "$f" in ./postmaster.pid|./postmaster.opts) continue ;; esac
-	mkdir -p "$stage/${f%/*}" && cp -a $flag "$f" "$stage/$f" || exit 1
-done < "$since.changed"
-(cd "$stage" && find . -type f -print) > "$since.staged" || exit 1
-while read -r f; do
-	[ -e "$PGDATA/$f" ] || rm -f "$stage/$f"
-done < "$since.staged"
-rm -f "$since.changed" "$since.staged"
+# last marker again; and the list of every file, so the files gone
+# since pass 1 can leave the stage once the server goes on.
+copy_changed "$since" "$since.copy" "$since.all" || exit 1
+tick t3
+if [ -z "$gnu" ]; then
+	find . -path './.sbx-*' -prune -o -type f -print > "$since.all" || exit 1
+fi
+tick t4
 echo "path $stage"
 echo "method $method"
 read -r _ || true
+tick t5
 kill -CONT $pids 2>/dev/null
+tick te
+trap - EXIT
+# The hold in the kernel's 10 ms ticks, read without a process (a clock
+# read by a process would count its start, tens of ms on a loaded host).
+echo "held $(((te - ts) * 10000000))"
+echo "steps stop+notify=$(((t1 - ts) * 10))ms find=$(((t2 - t1) * 10))ms copy=$(((t3 - t2) * 10))ms($(wc -l < "$since.copy")files) list=$(((t4 - t3) * 10))ms wait=$(((t5 - t4) * 10))ms (10ms ticks)"
+# The files removed since pass 1 (recycled WAL, dropped relations)
+# leave the stage; the server is running again.
+(cd "$stage" && find . -type f -print) > "$since.staged" || exit 1
+grep -vxF -f "$since.all" "$since.staged" | while read -r f; do rm -f "$stage/$f"; done
+rm -f "$since" "$since".*
 echo resumed
 `
 }
@@ -218,7 +309,7 @@ func (Service) ForkClean(ctx context.Context, in contract.Instance, stage string
 		return fmt.Errorf("fork stage %q: want letters, digits and '-'", stage)
 	}
 	d := `"$PGDATA/` + ForkStageDir(stage)
-	return in.Run.Exec(ctx, OSUser, []string{"sh", "-c", `rm -rf ` + d + `" ` + d + `.since" ` + d + `.since.changed" ` + d + `.since.staged"`}, nil)
+	return in.Run.Exec(ctx, OSUser, []string{"sh", "-c", `rm -rf ` + d + `" ` + d + `.since"*`}, nil)
 }
 
 // ForkArgs is nil: the runtime starts a copy from its data directory
