@@ -52,6 +52,9 @@ type build struct {
 
 	// tpl is the template PostgreSQL starts from; nil: from scratch.
 	tpl *pgTemplate
+	// fork, for a copy of a fork (fork.go): what its services start
+	// from; nil for an ordinary create.
+	fork *forkFrom
 }
 
 // dnsNames are the in-cluster names of the instance (its hostname in the
@@ -197,7 +200,7 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 // in): Delete removes it by the UID the record lists, and the orphan
 // sweep finds it by its labels should a crash come between.
 func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error) {
-	if b.tpl == nil {
+	if b.tpl == nil && b.fork == nil {
 		if err := p.pgTemplateFor(ctx, b, ""); err != nil {
 			return nil, err
 		}
@@ -267,6 +270,11 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 		}
 		if b.withTLS {
 			if err := p.deliverTLS(gctx, b, ip); err != nil {
+				return err
+			}
+		}
+		if b.fork != nil {
+			if err := p.fillFork(gctx, b); err != nil {
 				return err
 			}
 		}
@@ -354,6 +362,11 @@ func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun,
 		}
 		if t := b.tpl; t != nil && t.Service == svc {
 			if err := p.fromTemplate(b, &run, data, b.creds[svc]); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		if b.fork != nil {
+			if err := p.forkRun(b, &run, data); err != nil {
 				return nil, nil, nil, err
 			}
 		}
