@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -256,7 +257,9 @@ func TestForkFailedCopyLeavesNothing(t *testing.T) {
 	blocker := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: podName(lineage, reqs[1].Address, 1)}}
 	_, err := p.cs.CoreV1().Secrets(p.ns).Create(ctx, blocker, metav1.CreateOptions{})
 	mustf(t, err, "create the blocking secret")
-	t.Cleanup(func() { _ = p.cs.CoreV1().Secrets(p.ns).Delete(context.Background(), blocker.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = p.cs.CoreV1().Secrets(p.ns).Delete(context.Background(), blocker.Name, metav1.DeleteOptions{})
+	})
 	_, err = p.Fork(ctx, src, reqs)
 	if err == nil || !strings.Contains(err.Error(), "not labelled as sandboxer's") {
 		t.Fatalf("Fork with a blocked copy: %v, want the blocked copy's error", err)
@@ -272,4 +275,61 @@ func TestForkFailedCopyLeavesNothing(t *testing.T) {
 		t.Errorf("the source keeps the stage: %s", left)
 	}
 	mustf(t, p.Probe(ctx, src), "the source after a failed fork")
+}
+
+// TestForkFigures measures a fork of a small postgres+redis sandbox
+// (10,000 rows, 1,000 keys) into 1 and then 10 copies on the cluster,
+// with a writer committing rows on the source throughout: the fork's
+// time, the hold the capture reports and the writer's longest wait. Run
+// with SANDBOXER_KUBE_FORK_FIGURES=1 (docs/fork.md, performance.md).
+func TestForkFigures(t *testing.T) {
+	if os.Getenv("SANDBOXER_KUBE_FORK_FIGURES") == "" {
+		t.Skip("set SANDBOXER_KUBE_FORK_FIGURES=1 to measure")
+	}
+	p, _ := newTestProvider(t)
+	lineage := newLineage(t, p)
+	src := createInstance(t, p, apply.CreateRequest{Address: `sandbox.fig["base"]`, Lineage: lineage, Generation: 1, Features: bare()})
+	ctx := ctxFor(t, 20*time.Minute)
+	pg, rc := src.Credentials["postgres"], src.Credentials["redis"]
+	conn, err := pgsvc.Connect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
+	mustf(t, err, "connect")
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "CREATE TABLE fill AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 10000) g; CREATE TABLE w (id serial PRIMARY KEY, at timestamptz DEFAULT now())")
+	mustf(t, err, "fill")
+	rdb := redissvc.Client(rc.Host, rc.Port, rc.User, rc.Password, nil)
+	defer rdb.Close()
+	for i := range 1000 {
+		mustf(t, rdb.Set(ctx, fmt.Sprintf("k%d", i), strings.Repeat("x", 100), 0).Err(), "SET")
+	}
+	for _, n := range []int{1, 10} {
+		wctx, stop := context.WithCancel(ctx)
+		var longest time.Duration
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for wctx.Err() == nil {
+				t0 := time.Now()
+				if _, err := conn.Exec(wctx, "INSERT INTO w DEFAULT VALUES"); err != nil {
+					return
+				}
+				longest = max(longest, time.Since(t0))
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		reqs := forkReqs(lineage, fmt.Sprintf("n%d", n), n, src, config.Publish{})
+		t0 := time.Now()
+		f, err := p.Fork(ctx, src, reqs)
+		took := time.Since(t0)
+		stop()
+		<-done
+		mustf(t, err, "Fork into %d", n)
+		copies := copyRecords(t, p, reqs, f)
+		t.Logf("fork into %d copies: %s (%s per copy), %d bytes, methods %v, held %s, the writer's longest wait %s",
+			n, took.Round(time.Millisecond), (took / time.Duration(n)).Round(time.Millisecond), f.Bytes, f.Methods, f.Held.Round(time.Millisecond), longest.Round(time.Millisecond))
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		for _, c := range copies {
+			_ = p.Delete(dctx, c)
+		}
+		cancel()
+	}
 }
