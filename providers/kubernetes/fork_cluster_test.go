@@ -274,6 +274,9 @@ func TestForkFailedCopyLeavesNothing(t *testing.T) {
 	if left := stageLeft(t, p, src); left != "" {
 		t.Errorf("the source keeps the stage: %s", left)
 	}
+	if _, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, blocker.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the Secret that was not sandboxer's was removed: %v", err)
+	}
 	mustf(t, p.Probe(ctx, src), "the source after a failed fork")
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,4 +156,50 @@ func TestForkCopyObjects(t *testing.T) {
 
 func hasMount(c corev1.Container, vol, at string) bool {
 	return slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == vol && m.MountPath == at })
+}
+
+// A Create refused by an object of its name that is not sandboxer's
+// (a Secret, a pod) leaves that object where it was: the cleanup after
+// the failure removes only what is the instance's (it used to delete by
+// name, and removed the very object it had refused to touch).
+func TestFailedCreateKeepsForeignObjects(t *testing.T) {
+	for _, kind := range []string{"secrets", "pods"} {
+		t.Run(kind, func(t *testing.T) {
+			cs := fake.NewClientset()
+			p := fakeProvider(t, cs)
+			p.fakeReady = true
+			for _, svc := range []string{"postgres", "redis"} {
+				img := p.cfg.Images[svc]
+				p.rememberRef(svc+"\x00"+img.Ref, "sha256:test")
+				p.caps.Put(p.capabilityKey(svc, img, "sha256:test"), imageFacts{UID: 999, GID: 999})
+			}
+			ctx := ctxFor(t, 10*time.Second)
+			req := apply.CreateRequest{Address: "sandbox.blocked", Lineage: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Generation: 1, Features: bare()}
+			name := podName(req.Lineage, req.Address, 1)
+			meta := metav1.ObjectMeta{Name: name, Namespace: p.ns, Labels: map[string]string{"app": "theirs"}}
+			var err error
+			if kind == "secrets" {
+				_, err = cs.CoreV1().Secrets(p.ns).Create(ctx, &corev1.Secret{ObjectMeta: meta}, metav1.CreateOptions{})
+			} else {
+				_, err = cs.CoreV1().Pods(p.ns).Create(ctx, &corev1.Pod{ObjectMeta: meta}, metav1.CreateOptions{})
+			}
+			mustf(t, err, "create the foreign object")
+			_, err = p.Create(ctx, req)
+			if err == nil || !strings.Contains(err.Error(), "not labelled as sandboxer's") {
+				t.Fatalf("Create: %v, want refused", err)
+			}
+			if kind == "secrets" {
+				_, err = cs.CoreV1().Secrets(p.ns).Get(ctx, name, metav1.GetOptions{})
+			} else {
+				_, err = cs.CoreV1().Pods(p.ns).Get(ctx, name, metav1.GetOptions{})
+			}
+			if err != nil {
+				t.Errorf("the foreign %s is gone after the failed Create: %v", kind, err)
+			}
+			secrets, _ := cs.CoreV1().Secrets(p.ns).List(ctx, metav1.ListOptions{})
+			if kind == "pods" && len(secrets.Items) != 0 {
+				t.Errorf("the failed Create left its Secret")
+			}
+		})
+	}
 }
