@@ -348,15 +348,20 @@ func (p *Provider) fillFork(ctx context.Context, b *build) error {
 				if err := p.awaitContainer(gctx, b.name, init); err != nil {
 					return fmt.Errorf("fill %s's copy: %w", svc, err)
 				}
-				err := p.streamFork(gctx, b, svc, init,
-					[]string{"tar", "-c", "-f", "-", "-C", path.Dir(c.Path), path.Base(c.Path)},
-					[]string{"sh", "-c", `tar -x -f - -C ` + forkDir + ` && touch ` + forkDir + `/` + forkFilled})
-				// The marker is the last thing written and the init
-				// container ends as soon as it exists, which may cut the
-				// exec's close: an init container that succeeded saw it.
-				if err != nil && p.initSucceeded(gctx, b.name, init) {
-					err = nil
-				}
+				// A cut stream sends the file again (the marker comes last).
+				err := retryCut(gctx, "fill "+svc+"'s copy", b.name, func() error {
+					err := p.streamFork(gctx, b, svc, init,
+						[]string{"tar", "-c", "-f", "-", "-C", path.Dir(c.Path), path.Base(c.Path)},
+						[]string{"sh", "-c", `tar -x -f - -C ` + forkDir + ` && touch ` + forkDir + `/` + forkFilled})
+					// The marker is the last thing written and the init
+					// container ends as soon as it exists, which may cut
+					// the exec's close: an init container that succeeded
+					// saw it.
+					if err != nil && p.initSucceeded(gctx, b.name, init) {
+						return nil
+					}
+					return err
+				})
 				if err != nil {
 					return fmt.Errorf("fill %s's copy: %w", svc, err)
 				}
@@ -367,7 +372,12 @@ func (p *Provider) fillFork(ctx context.Context, b *build) error {
 			}
 			// The start script makes $PGDATA too; whichever comes first.
 			fill := append([]string{"sh", "-c", `mkdir -p "$PGDATA" && exec "$@"`, "sh"}, pgsvc.ForkFillCommand()...)
-			if err := p.streamFork(gctx, b, svc, svc, pgsvc.ForkCaptureCommand(c.Path), fill); err != nil {
+			// A cut stream unpacks the stage again: the start script waits
+			// for the marker ForkFillCommand writes only once all of it is
+			// in place, and the files are the same each time.
+			if err := retryCut(gctx, "fill "+svc+"'s data directory", b.name, func() error {
+				return p.streamFork(gctx, b, svc, svc, pgsvc.ForkCaptureCommand(c.Path), fill)
+			}); err != nil {
 				return fmt.Errorf("fill %s's data directory: %w", svc, err)
 			}
 			return nil
@@ -390,6 +400,10 @@ func (p *Provider) streamFork(ctx context.Context, b *build, svc, container stri
 	err := podRunner{p: p, pod: b.name, container: container}.execStdin(ctx, dstCmd, pr, nil)
 	pr.CloseWithError(io.ErrClosedPipe)
 	serr := <-done
+	if err != nil && strings.Contains(err.Error(), "Unexpected EOF in archive") {
+		// tar's word for a stream that ended early: a cut (retryCut).
+		return fmt.Errorf("%w: %v", io.ErrUnexpectedEOF, err)
+	}
 	if err != nil {
 		return err
 	}
