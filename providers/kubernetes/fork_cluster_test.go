@@ -290,6 +290,7 @@ func TestForkFigures(t *testing.T) {
 		t.Skip("set SANDBOXER_KUBE_FORK_FIGURES=1 to measure")
 	}
 	p, _ := newTestProvider(t)
+	p.ReadyTimeout = 5 * time.Minute // ten copies' fills and recoveries at once on 2 cores
 	lineage := newLineage(t, p)
 	src := createInstance(t, p, apply.CreateRequest{Address: `sandbox.fig["base"]`, Lineage: lineage, Generation: 1, Features: bare()})
 	ctx := ctxFor(t, 20*time.Minute)
