@@ -58,7 +58,7 @@ func (l *lazyProvider) Fork(ctx context.Context, src *state.Record, reqs []apply
 	f, ok := apply.As[apply.Forker](p)
 	if !ok {
 		return nil, &api.Error{Code: api.CodeUnavailable,
-			Message: fmt.Sprintf("fork %s: the %s runtime cannot fork a running sandbox yet (docker can)", src.Address, src.RuntimeOf())}
+			Message: fmt.Sprintf("fork %s: the %s runtime cannot fork a running sandbox yet (docker and kubernetes can)", src.Address, src.RuntimeOf())}
 	}
 	return f.Fork(ctx, src, reqs)
 }

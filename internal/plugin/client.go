@@ -36,6 +36,7 @@ var (
 	_ apply.Provider     = (*Client)(nil)
 	_ apply.Inventory    = (*Client)(nil)
 	_ apply.Forwarder    = (*Client)(nil)
+	_ apply.Forker       = (*Client)(nil)
 	_ snapshot.Engine    = (*Client)(nil)
 	_ snapshot.SQLRunner = (*Client)(nil)
 	_ io.Closer          = (*Client)(nil)
@@ -251,6 +252,19 @@ func (c *Client) Forward(ctx context.Context, rec *state.Record) (map[string]app
 		return nil, err
 	}
 	return r.Endpoints, r.Err.err()
+}
+
+// Fork has the program fork src into one copy per request
+// (apply.Forker); a program whose provider cannot fork says so.
+func (c *Client) Fork(ctx context.Context, src *state.Record, reqs []apply.CreateRequest) (*apply.Forked, error) {
+	var r ForkReply
+	if err := c.call(ctx, "Fork", func(cl Call) any { return ForkArgs{Call: cl, Source: src, Reqs: reqs} }, &r); err != nil {
+		return nil, err
+	}
+	if err := r.Err.err(); err != nil {
+		return nil, err
+	}
+	return r.Forked, nil
 }
 
 func (c *Client) errCall(ctx context.Context, method string, args func(Call) any) error {

@@ -124,6 +124,27 @@ func (p *testProvider) Forward(ctx context.Context, rec *state.Record) (map[stri
 	return map[string]apply.Endpoint{"postgres": {Host: "127.0.0.1", Port: p.ln.Addr().(*net.TCPAddr).Port}}, nil
 }
 
+// Fork makes one copy per request with the fake runtime's Create, and
+// refuses a source named sandbox.mysql (not forkable) and one named
+// sandbox.full (no room), as a runtime does before anything starts.
+func (p *testProvider) Fork(ctx context.Context, src *state.Record, reqs []apply.CreateRequest) (*apply.Forked, error) {
+	switch src.Address {
+	case "sandbox.mysql":
+		return nil, fmt.Errorf("fork %s: service mysql %w: take a snapshot and request with restore instead", src.Address, apply.ErrNotForkable)
+	case "sandbox.full":
+		return nil, fmt.Errorf("fork %s: not enough disk: %w", src.Address, apply.ErrNoRoom)
+	}
+	out := &apply.Forked{Methods: map[string]string{"postgres": "copy", "redis": "rdb"}, Bytes: 1 << 20, Held: 42 * time.Millisecond}
+	for _, req := range reqs {
+		made, err := p.Provider.Create(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		out.Created = append(out.Created, made)
+	}
+	return out, nil
+}
+
 // start runs the test binary as the program.
 func start(t *testing.T, s plugin.Settings) *plugin.Client {
 	t.Helper()
@@ -167,6 +188,33 @@ func TestSettingsArriveAsSent(t *testing.T) {
 		g, ok := got.AvailableExtensions[k]
 		if !ok || strings.Join(g, ",") != strings.Join(v, ",") || (g == nil) != (v == nil) {
 			t.Errorf("%s = %#v, want %#v", k, g, v)
+		}
+	}
+}
+
+// Fork crosses (protocol 3): the copies in order with their credentials,
+// the methods, bytes and hold, and the refusals' sentinels, which the
+// broker turns into "unavailable".
+func TestForkCrosses(t *testing.T) {
+	c := start(t, settings())
+	ctx := context.Background()
+	feats := config.FeatureSet{"postgres": {}, "redis": {}}
+	reqs := []apply.CreateRequest{{Address: `sandbox.a["f-1"]`, Lineage: "l", Generation: 1, Features: feats},
+		{Address: `sandbox.a["f-2"]`, Lineage: "l", Generation: 1, Features: feats}}
+	got, err := c.Fork(ctx, &state.Record{Address: `sandbox.a["base"]`}, reqs)
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	if len(got.Created) != 2 || got.Methods["redis"] != "rdb" || got.Bytes != 1<<20 || got.Held != 42*time.Millisecond {
+		t.Fatalf("Fork = %+v", got)
+	}
+	if got.Created[0].Credentials["postgres"].Password == got.Created[1].Credentials["postgres"].Password {
+		t.Error("the copies share a password")
+	}
+	for addr, want := range map[string]error{"sandbox.mysql": apply.ErrNotForkable, "sandbox.full": apply.ErrNoRoom} {
+		_, err := c.Fork(ctx, &state.Record{Address: addr}, reqs)
+		if !errors.Is(err, want) {
+			t.Errorf("Fork of %s: %v, want %v", addr, err, want)
 		}
 	}
 }

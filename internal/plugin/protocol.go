@@ -13,8 +13,9 @@ import (
 )
 
 // ProtocolVersion changes whenever a message below changes shape (2:
-// Forward).
-const ProtocolVersion = 2
+// Forward; 3: Fork, and the sentinels apply.ErrNoRoom and
+// apply.ErrNotForkable).
+const ProtocolVersion = 3
 
 // service is the name the server registers its methods under.
 const service = "Provider"
@@ -56,6 +57,8 @@ var sentinels = []struct {
 	{"engine", apply.ErrEngine},
 	{"canceled", context.Canceled},
 	{"deadline", context.DeadlineExceeded},
+	{"no_room", apply.ErrNoRoom},
+	{"not_forkable", apply.ErrNotForkable},
 }
 
 func toWire(err error) *WireError {
@@ -185,4 +188,17 @@ type SQLArgs struct {
 type ForwardReply struct {
 	Endpoints map[string]apply.Endpoint // nil: hand out the recorded ones
 	Err       *WireError
+}
+
+// ForkArgs are apply.Forker's: the source's record and one create
+// request per copy.
+type ForkArgs struct {
+	Call   Call
+	Source *state.Record
+	Reqs   []apply.CreateRequest
+}
+
+type ForkReply struct {
+	Forked *apply.Forked
+	Err    *WireError
 }

@@ -196,6 +196,14 @@ func (m *methods) Forward(a RecordArgs, r *ForwardReply) error {
 	return nil
 }
 
+func (m *methods) Fork(a ForkArgs, r *ForkReply) error {
+	r.Err = run(m.s, a.Call, "fork a running sandbox", func(ctx context.Context, p apply.Forker) (err error) {
+		r.Forked, err = p.Fork(ctx, a.Source, a.Reqs)
+		return err
+	})
+	return nil
+}
+
 func (m *methods) Delete(a RecordArgs, r *ErrReply) error {
 	r.Err = run(m.s, a.Call, "delete", func(ctx context.Context, p apply.Provider) error {
 		return p.Delete(ctx, a.Record)

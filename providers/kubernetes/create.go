@@ -52,6 +52,22 @@ type build struct {
 
 	// tpl is the template PostgreSQL starts from; nil: from scratch.
 	tpl *pgTemplate
+	// fork, for a copy of a fork (fork.go): what its services start
+	// from; nil for an ordinary create.
+	fork *forkFrom
+	// foreign are the kinds whose object of the instance's name exists
+	// and is not sandboxer's for it (why the create failed): cleanup
+	// never removes them.
+	foreign map[string]bool
+}
+
+func (b *build) setForeign(kind string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.foreign == nil {
+		b.foreign = map[string]bool{}
+	}
+	b.foreign[kind] = true
 }
 
 // dnsNames are the in-cluster names of the instance (its hostname in the
@@ -197,7 +213,7 @@ func (p *Provider) newBuild(ctx context.Context, req apply.CreateRequest) (*buil
 // in): Delete removes it by the UID the record lists, and the orphan
 // sweep finds it by its labels should a crash come between.
 func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error) {
-	if b.tpl == nil {
+	if b.tpl == nil && b.fork == nil {
 		if err := p.pgTemplateFor(ctx, b, ""); err != nil {
 			return nil, err
 		}
@@ -267,6 +283,11 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 		}
 		if b.withTLS {
 			if err := p.deliverTLS(gctx, b, ip); err != nil {
+				return err
+			}
+		}
+		if b.fork != nil {
+			if err := p.fillFork(gctx, b); err != nil {
 				return err
 			}
 		}
@@ -357,6 +378,11 @@ func (p *Provider) objects(b *build) (*corev1.Secret, *corev1.Pod, []serviceRun,
 				return nil, nil, nil, err
 			}
 		}
+		if b.fork != nil {
+			if err := p.forkRun(b, &run, data); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 		runs = append(runs, run)
 	}
 	pod := p.podSpec(meta, runs, b.withTLS, &runs[0])
@@ -393,10 +419,12 @@ func (p *Provider) createObject(ctx context.Context, b *build, resource string, 
 func (p *Provider) deleteLeftovers(ctx context.Context, b *build) error {
 	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, b.name, metav1.GetOptions{})
 	if err == nil && !ownedBy(pod.ObjectMeta, b.req.Address) {
+		b.setForeign(kindContainer)
 		return fmt.Errorf("pod %s exists and is not labelled as sandboxer's for %s; refusing to remove it", b.name, b.req.Address)
 	}
 	sec, err := p.cs.CoreV1().Secrets(p.ns).Get(ctx, b.name, metav1.GetOptions{})
 	if err == nil && !ownedBy(sec.ObjectMeta, b.req.Address) {
+		b.setForeign(kindSecret)
 		return fmt.Errorf("secret %s exists and is not labelled as sandboxer's for %s; refusing to remove it", b.name, b.req.Address)
 	}
 	return p.deleteInstance(ctx, b.name, legacyKinds...)
@@ -408,6 +436,7 @@ func (p *Provider) deleteLeftovers(ctx context.Context, b *build) error {
 func (p *Provider) deleteLeftoverPod(ctx context.Context, b *build) error {
 	pod, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, b.name, metav1.GetOptions{})
 	if err == nil && !ownedBy(pod.ObjectMeta, b.req.Address) {
+		b.setForeign(kindContainer)
 		return fmt.Errorf("pod %s exists and is not labelled as sandboxer's for %s; refusing to remove it", b.name, b.req.Address)
 	}
 	if err := p.deleteOne(ctx, kindContainer, b.name); err != nil {
@@ -454,14 +483,23 @@ func (p *Provider) withLog(ctx context.Context, b *build, svc string, err error)
 }
 
 // cleanup deletes what a failed Create made, on a fresh context so an
-// interrupt still cleans up, and its CA file.
+// interrupt still cleans up, and its CA file. An object of the
+// instance's name that is not sandboxer's (b.foreign) stays.
 func (p *Provider) cleanup(ctx context.Context, b *build) error {
 	if b.name == "" {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	err := p.deleteInstance(cctx, b.name, instanceKinds...)
+	var kinds []string
+	b.mu.Lock()
+	for _, k := range instanceKinds {
+		if !b.foreign[k] {
+			kinds = append(kinds, k)
+		}
+	}
+	b.mu.Unlock()
+	err := p.deleteInstance(cctx, b.name, kinds...)
 	// A failed first sandbox of a lineage leaves nothing it shared.
 	err = errors.Join(err, p.SweepShared(cctx, b.req.Lineage))
 	if b.caFile != "" {

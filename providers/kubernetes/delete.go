@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -189,6 +190,9 @@ func (p *Provider) deleteInstance(ctx context.Context, name string, kinds ...str
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	if !slices.Contains(kinds, kindContainer) {
+		return nil // no pod of its own to wait for
 	}
 	return p.waitGone(ctx, name)
 }

@@ -33,6 +33,12 @@ func (r podRunner) Exec(ctx context.Context, _ string, cmd []string, stdout io.W
 	return r.execStdin(ctx, cmd, nil, stdout)
 }
 
+// ExecStdin runs cmd with stdin as its input (contract.StdinRunner): a
+// fork's hold ends when its input does, as on Docker.
+func (r podRunner) ExecStdin(ctx context.Context, _ string, cmd []string, stdin io.Reader, stdout io.Writer) error {
+	return r.execStdin(ctx, cmd, stdin, stdout)
+}
+
 // CopyIn puts files into dir with `tar -xf - -C /` fed from a stream:
 // files maps names to local paths, inline names to contents. Files are
 // 0644 in a 0755 directory, as on Docker.

@@ -70,6 +70,9 @@ type serviceRun struct {
 	// Projected, when set, is mounted read-only at pgsvc.TemplateMount
 	// (a template's parts, pgtemplate.go).
 	Projected *corev1.ProjectedVolumeSource
+	// ForkVolume, when set, is an emptyDir at forkDir that an init
+	// container holds until a fork's captured file is in it (fork.go).
+	ForkVolume string
 }
 
 // podSpec is the whole pod of one instance. fsGroup is the first
@@ -89,6 +92,7 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 	if len(runs) > 0 {
 		spec.SecurityContext.FSGroup = ptr.To(runs[0].Facts.GID)
 	}
+	var forkInits []corev1.Container
 	for _, r := range runs {
 		vol := "secret-" + r.Name
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
@@ -132,6 +136,15 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 		if withTLS {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: tlsDir, SubPath: r.Name, ReadOnly: true})
 		}
+		if r.ForkVolume != "" {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: r.ForkVolume, MountPath: forkDir})
+			ed := &corev1.EmptyDirVolumeSource{}
+			if p.cfg.Storage == config.StorageTmpfs {
+				ed.Medium = corev1.StorageMediumMemory
+			}
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: r.ForkVolume, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+			forkInits = append(forkInits, forkInitContainer(r, p.resources()))
+		}
 		spec.Containers = append(spec.Containers, c)
 	}
 	if withTLS && tlsWriter != nil {
@@ -140,6 +153,9 @@ func (p *Provider) podSpec(meta metav1.ObjectMeta, runs []serviceRun, withTLS bo
 		}})
 		spec.InitContainers = []corev1.Container{tlsInitContainer(*tlsWriter, p.resources())}
 	}
+	// A fork's init containers run after TLS's: the files are handed to
+	// each in turn.
+	spec.InitContainers = append(spec.InitContainers, forkInits...)
 	return pod
 }
 

@@ -116,7 +116,7 @@ func (p *Provider) deliverTLS(ctx context.Context, b *build, podIP string) error
 		// (exit 137). An init container that then succeeded saw the
 		// marker, so every file before it is in place. One that did not
 		// is still waiting for it: a cut stream writes the files again.
-		if err != nil && p.tlsInitSucceeded(ctx, b.name) {
+		if err != nil && p.initSucceeded(ctx, b.name, tlsInitName) {
 			return nil
 		}
 		return err
@@ -127,9 +127,10 @@ func (p *Provider) deliverTLS(ctx context.Context, b *build, podIP string) error
 	return nil
 }
 
-// tlsInitSucceeded reports whether the pod's TLS init container ended
-// with exit code 0, waiting a little for the kubelet to report it.
-func (p *Provider) tlsInitSucceeded(ctx context.Context, pod string) bool {
+// initSucceeded reports whether the pod's init container name (TLS's,
+// a fork's) ended with exit code 0, waiting a little for the kubelet to
+// report it.
+func (p *Provider) initSucceeded(ctx context.Context, pod, name string) bool {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := p.watchPod(wctx, pod, "", func(po *corev1.Pod) (bool, error) {
@@ -137,7 +138,7 @@ func (p *Provider) tlsInitSucceeded(ctx context.Context, pod string) bool {
 			return false, errors.New("pod gone")
 		}
 		for _, st := range po.Status.InitContainerStatuses {
-			if st.Name != tlsInitName || st.State.Terminated == nil {
+			if st.Name != name || st.State.Terminated == nil {
 				continue
 			}
 			if st.State.Terminated.ExitCode != 0 {
