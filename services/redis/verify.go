@@ -3,10 +3,14 @@ package redis
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -35,7 +39,7 @@ func VerifyModules(ctx context.Context, c state.Credentials, tlsConf *tls.Config
 	}
 	admin := Client(c.Host, c.Port, c.AdminUser, c.AdminPassword, tlsConf)
 	defer admin.Close()
-	loadedVersions, err := ModuleVersions(ctx, admin)
+	loadedVersions, err := moduleVersionsPatient(ctx, admin)
 	if err != nil {
 		return nil, fmt.Errorf("list loaded modules as admin: %w", err)
 	}
@@ -67,4 +71,19 @@ func listOrNone(xs []string) string {
 		return "none"
 	}
 	return strings.Join(xs, ", ")
+}
+
+// moduleVersionsPatient is ModuleVersions for a server that has only just
+// answered its readiness probe: on a loaded host its first answers can
+// take longer than the client's 2 s read timeout (a pool's burst of
+// creates failed on exactly that), so a timeout is tried again, three
+// attempts in all. Any other error is final at once.
+func moduleVersionsPatient(ctx context.Context, admin *redis.Client) (map[string]string, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := ModuleVersions(ctx, admin)
+		var ne net.Error
+		if err == nil || attempt == 3 || ctx.Err() != nil || !errors.As(err, &ne) || !ne.Timeout() {
+			return v, err
+		}
+	}
 }
