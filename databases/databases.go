@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sandboxer/sandboxer/internal/scram"
@@ -264,6 +265,26 @@ func (s *Server) Drop(ctx context.Context, name string) error {
 }
 
 func (s *Server) drop(ctx context.Context, name string) error {
+	// A backend of a process killed mid-clone can still be finishing its
+	// CREATE DATABASE (it cannot be cancelled) when reap lists what the
+	// role owns: the database appears after the list, and DROP ROLE then
+	// refuses (2BP01). The drop is whole again, a few times, until the
+	// stray backend is done.
+	for attempt := 1; ; attempt++ {
+		err := s.dropOnce(ctx, name)
+		var pe *pgconn.PgError
+		if err == nil || attempt == 5 || !errors.As(err, &pe) || pe.Code != "2BP01" {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) dropOnce(ctx context.Context, name string) error {
 	// A role with CREATEDB may have made databases of its own (a shadow
 	// database); DROP ROLE refuses while it owns any.
 	rows, err := s.pool.Query(ctx, `SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1`, name)
