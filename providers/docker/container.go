@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -131,11 +133,44 @@ func (p *Provider) startContainer(ctx context.Context, b *build, service, id, na
 }
 
 // removeContainer force-removes a container with its anonymous volumes; one
-// already gone counts as removed.
+// already gone counts as removed. One whose removal another caller started
+// (the engine refuses a second with a conflict: a process killed while it
+// released the container, whose request the engine goes on with) counts as
+// removed once that removal ends: it waits until the container is gone,
+// at most removalWait, and tries again if it is still there then.
 func (p *Provider) removeContainer(ctx context.Context, id string) error {
 	err := p.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err == nil || cerrdefs.IsNotFound(err) {
 		return nil
 	}
-	return p.engineErr("remove container", err)
+	if !removalInProgress(err) {
+		return p.engineErr("remove container", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, removalWait)
+	defer cancel()
+	for {
+		if _, ierr := p.cli.ContainerInspect(wctx, id); cerrdefs.IsNotFound(ierr) {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			// Still there: its removal failed or stalls; one more of ours.
+			err := p.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+			if err == nil || cerrdefs.IsNotFound(err) {
+				return nil
+			}
+			return p.engineErr("remove container", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// removalWait bounds how long removeContainer waits for another caller's
+// removal of the same container.
+const removalWait = 30 * time.Second
+
+// removalInProgress reports the engine's refusal of a removal because one
+// is under way ("removal of container … is already in progress", a 409).
+func removalInProgress(err error) bool {
+	return cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
 }

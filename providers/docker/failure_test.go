@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/sandboxer/sandboxer/apply"
@@ -212,5 +214,41 @@ func TestCreateCancelledCleansUp(t *testing.T) {
 			secrets.assertClean(t, err)
 			assertNothingLabelled(t, p, lineage)
 		})
+	}
+}
+
+// Removals of one running container at once (a process killed while it
+// released the container, then reap) all succeed: the engine refuses all
+// but one ("removal … already in progress") and the others wait for it.
+func TestConcurrentRemovalsOfOneContainer(t *testing.T) {
+	t.Parallel()
+	p, _ := newTestProvider(t)
+	ctx := context.Background()
+	// A server that takes its time to stop: SIGTERM is ignored, so a
+	// forced removal kills it, and a shell trap keeps the removal busy.
+	resp, err := p.cli.ContainerCreate(ctx, &container.Config{Image: testRedisImage(),
+		Entrypoint: []string{"sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"}}, nil, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cli.ContainerRemove(context.Background(), resp.ID, container.RemoveOptions{Force: true}) })
+	if err := p.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = p.removeContainer(ctx, resp.ID) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("removal %d: %v", i, err)
+		}
+	}
+	if _, err := p.cli.ContainerInspect(ctx, resp.ID); !cerrdefs.IsNotFound(err) {
+		t.Errorf("after the removals the container is still there (%v)", err)
 	}
 }
