@@ -56,7 +56,7 @@ func TestScripts(t *testing.T) {
 	if noKube != "" && testenv.KubeRequired() {
 		t.Fatalf("%s, and %s=1 requires one", noKube, testenv.KubeRequireEnv)
 	}
-	testscript.Run(t, testscript.Params{
+	runScripts(t, testscript.Params{
 		Dir:                 "testdata/script",
 		UpdateScripts:       os.Getenv("SANDBOXER_UPDATE_GOLDEN") != "",
 		RequireExplicitExec: true,
