@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/sandboxer/sandboxer/apply"
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
@@ -263,63 +263,19 @@ func forkStage() (string, error) {
 	return "fork-" + hex.EncodeToString(b), nil
 }
 
-// ForkRoomError says a fork was refused before anything started: the
-// engine's host lacks the disk or memory its copies need.
-type ForkRoomError struct{ Msg string }
-
-func (e *ForkRoomError) Error() string { return e.Msg }
-
-// Unwrap makes the refusal apply.ErrNoRoom.
-func (e *ForkRoomError) Unwrap() error { return apply.ErrNoRoom }
-
 // checkForkRoom checks, before anything starts, that the engine's host
-// has the room a fork of n copies of bytes needs: the stage beside the
-// source's data and each copy's data directory (disk for volume
-// storage, memory for tmpfs). It asks
-// the source's container (df of its layer, /proc/meminfo), which sees
-// the engine's host.
+// has the room a fork of n copies of bytes needs (kit.ForkRoom): the
+// stage beside the source's data and each copy's data directory, disk
+// for volume storage, memory for tmpfs. It asks the source's container
+// (df of its layer, /proc/meminfo), which sees the engine's host.
 func (p *Provider) checkForkRoom(ctx context.Context, run services.Runner, bytes int64, n int) error {
-	var out strings.Builder
-	if err := run.Exec(ctx, "", []string{"sh", "-c", `df -Pk ` + forkDir + ` | awk 'NR==2 {print $4}'; awk '/^MemAvailable:/ {print $2}' /proc/meminfo`}, &out); err != nil {
-		return fmt.Errorf("measure the host's free disk and memory: %w", err)
+	room, err := kit.MeasureForkRoom(ctx, run, forkDir, kit.ForkRoom{Bytes: bytes, Copies: n,
+		Tmpfs: p.cfg.Storage == config.StorageTmpfs, Host: "the engine's host"})
+	if err != nil {
+		return err
 	}
-	f := strings.Fields(out.String())
-	if len(f) != 2 {
-		return fmt.Errorf("measure the host's free disk and memory: got %q", out.String())
-	}
-	diskKB, err1 := strconv.ParseInt(f[0], 10, 64)
-	memKB, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("measure the host's free disk and memory: got %q", out.String())
-	}
-	// 10% and 256 MiB of headroom: the engine and the copies' servers
-	// need some too.
-	need := func(b int64) int64 {
-		if b == 0 {
-			return 0
-		}
-		return b + b/10 + 256<<20
-	}
-	// The stage beside the source's data and each copy's data directory,
-	// on disk for volume storage, in memory for a tmpfs.
-	var disk, mem int64
-	if p.cfg.Storage == config.StorageTmpfs {
-		mem = int64(n+1) * bytes
-	} else {
-		disk = int64(n+1) * bytes
-	}
-	if need(disk) > diskKB*1024 {
-		return &ForkRoomError{Msg: fmt.Sprintf("not enough disk for %d copies of %s: they need about %s, the engine's host has %s free; fork fewer copies or free disk",
-			n, mib(bytes), mib(need(disk)), mib(diskKB*1024))}
-	}
-	if need(mem) > memKB*1024 {
-		return &ForkRoomError{Msg: fmt.Sprintf("not enough memory for %d copies of %s: they need about %s, the engine's host has %s available; fork fewer copies",
-			n, mib(bytes), mib(need(mem)), mib(memKB*1024))}
-	}
-	return nil
+	return room.Check()
 }
-
-func mib(b int64) string { return fmt.Sprintf("%d MiB", (b+(1<<20)-1)>>20) }
 
 // copyForked copies svc's captured data from the source's container into
 // the copy's container id (created, not started), under forkDir: a tar

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/sandboxer/sandboxer/config"
 	"github.com/sandboxer/sandboxer/internal/redact"
 	"github.com/sandboxer/sandboxer/internal/scram"
+	"github.com/sandboxer/sandboxer/providers/internal/kit"
 	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 	"github.com/sandboxer/sandboxer/state"
@@ -425,58 +425,21 @@ func (p *Provider) awaitContainer(ctx context.Context, pod, container string) er
 }
 
 // checkForkRoom checks, before anything starts, that there is room for
-// the stage beside the source's data and for n copies of bytes: the disk
-// (or, with storage "tmpfs", the memory) of the source's node as its
-// container sees it, with a tenth and 256 MiB to spare. With tmpfs the
-// stage also counts against the source pod's memory limit, so the data
-// must fit in it twice. Copies may be scheduled to other nodes; the
-// source's node is the one that surely holds the stage.
+// the stage beside the source's data and for n copies of bytes
+// (kit.ForkRoom): the disk (or, with storage "tmpfs", the memory) of the
+// source's node as its container sees it. With tmpfs the stage also
+// counts against the source pod's memory limit, so the data must fit in
+// it twice. Copies may be scheduled to other nodes; the source's node is
+// the one that surely holds the stage.
 func (p *Provider) checkForkRoom(ctx context.Context, run services.Runner, bytes int64, n int) error {
-	var out strings.Builder
-	if err := run.Exec(ctx, "", []string{"sh", "-c", `df -Pk ` + dataRoot + ` 2>/dev/null | awk 'NR==2 {print $4}' | grep . || df -Pk / | awk 'NR==2 {print $4}'; awk '/^MemAvailable:/ {print $2}' /proc/meminfo`}, &out); err != nil {
-		return fmt.Errorf("measure the node's free disk and memory: %w", err)
+	tmpfs := p.cfg.Storage == config.StorageTmpfs
+	if mb := int64(p.cfg.MemoryMB); tmpfs && mb > 0 && 2*bytes+bytes/10 > mb<<20 {
+		return &kit.ForkRoomError{Msg: fmt.Sprintf("the source's data (%s) cannot be staged in its own memory limit (%d MiB, storage \"tmpfs\"): it needs twice the data; take a snapshot and request with restore instead",
+			kit.MiB(bytes), mb)}
 	}
-	f := strings.Fields(out.String())
-	if len(f) != 2 {
-		return fmt.Errorf("measure the node's free disk and memory: got %q", out.String())
+	room, err := kit.MeasureForkRoom(ctx, run, dataRoot, kit.ForkRoom{Bytes: bytes, Copies: n, Tmpfs: tmpfs, Host: "the source's node"})
+	if err != nil {
+		return err
 	}
-	diskKB, err1 := strconv.ParseInt(f[0], 10, 64)
-	memKB, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("measure the node's free disk and memory: got %q", out.String())
-	}
-	need := func(b int64) int64 {
-		if b == 0 {
-			return 0
-		}
-		return b + b/10 + 256<<20
-	}
-	var disk, mem int64
-	if p.cfg.Storage == config.StorageTmpfs {
-		mem = int64(n+1) * bytes
-		if mb := int64(p.cfg.MemoryMB); mb > 0 && 2*bytes+bytes/10 > mb<<20 {
-			return &forkRoomError{msg: fmt.Sprintf("the source's data (%s) cannot be staged in its own memory limit (%d MiB, storage \"tmpfs\"): it needs twice the data; take a snapshot and request with restore instead",
-				mib(bytes), mb)}
-		}
-	} else {
-		disk = int64(n+1) * bytes
-	}
-	if need(disk) > diskKB*1024 {
-		return &forkRoomError{msg: fmt.Sprintf("not enough disk for %d copies of %s: they need about %s, the source's node has %s free; fork fewer copies or free disk",
-			n, mib(bytes), mib(need(disk)), mib(diskKB*1024))}
-	}
-	if need(mem) > memKB*1024 {
-		return &forkRoomError{msg: fmt.Sprintf("not enough memory for %d copies of %s: they need about %s, the source's node has %s available; fork fewer copies",
-			n, mib(bytes), mib(need(mem)), mib(memKB*1024))}
-	}
-	return nil
+	return room.Check()
 }
-
-// forkRoomError is a fork refused before anything started for want of
-// room (apply.ErrNoRoom).
-type forkRoomError struct{ msg string }
-
-func (e *forkRoomError) Error() string { return e.msg }
-func (e *forkRoomError) Unwrap() error { return apply.ErrNoRoom }
-
-func mib(b int64) string { return fmt.Sprintf("%d MiB", (b+(1<<20)-1)>>20) }
