@@ -28,6 +28,10 @@ import (
 // names too.
 const clusterDomain = "cluster.local"
 
+// errReadyTimeout is the cause of a create's context once its ready
+// timeout has passed.
+var errReadyTimeout = fmt.Errorf("ready timeout: %w", context.DeadlineExceeded)
+
 // apiWriteTimeout bounds one create of an object. It runs to completion
 // even when the caller's context ends: the server finishes a create
 // whose request was abandoned, and the object would appear after cleanup
@@ -245,8 +249,14 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 	}, func(ctx context.Context) error { return p.deleteLeftoverPod(ctx, b) }); err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, p.readyTimeout())
-	defer cancel()
+	// The ready timeout bounds the pod's start and, after a fork's fill,
+	// the services' readiness: a copy's fill waits for its turn among the
+	// fork's copies (forkFrom.fills) and takes as long as its bytes, and
+	// neither is a pod that will not start.
+	rctx, cancelReady := context.WithCancelCause(ctx)
+	defer cancelReady(nil)
+	readyTimer := time.AfterFunc(p.readyTimeout(), func() { cancelReady(errReadyTimeout) })
+	defer readyTimer.Stop()
 	g, gctx := errgroup.WithContext(rctx)
 	ipc := make(chan string, 1)
 	watchCtx, stopWatch := context.WithCancel(gctx)
@@ -287,9 +297,13 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 			}
 		}
 		if b.fork != nil {
+			if !readyTimer.Stop() {
+				return context.Cause(rctx)
+			}
 			if err := p.fillFork(gctx, b); err != nil {
 				return err
 			}
+			readyTimer.Reset(p.readyTimeout())
 		}
 		if p.fakeReady {
 			for _, svc := range b.services {
@@ -306,10 +320,13 @@ func (p *Provider) create(ctx context.Context, b *build) (*apply.Created, error)
 		return sg.Wait()
 	})
 	if err := g.Wait(); err != nil {
-		if ctx.Err() == nil && rctx.Err() != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(rctx), errReadyTimeout) {
 			lastMu.Lock()
 			why := pendingReason(last)
 			lastMu.Unlock()
+			if errors.Is(err, context.Canceled) {
+				err = context.DeadlineExceeded
+			}
 			return nil, fmt.Errorf("not ready within %s (pod %s: %s): %w", p.readyTimeout(), b.name, why, err)
 		}
 		return nil, err

@@ -67,7 +67,16 @@ type forkFrom struct {
 	pod        string
 	containers map[string]string // service → the source's container
 	copies     map[string]services.ForkCopy
+	// fills holds a token per fill stream running: a fill is a pair of
+	// exec streams through the API server and the kubelets, and more
+	// at once than the nodes have cores to carry cut one another (ten on
+	// the local 2-core cluster did).
+	fills chan struct{}
 }
+
+// DefaultForkFills is how many of a fork's copies are filled at once
+// unless Provider.ForkFills says otherwise.
+const DefaultForkFills = 2
 
 var _ apply.Forker = (*Provider)(nil)
 
@@ -103,7 +112,12 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
 	}
 	images := map[string]string{}
-	from := &forkFrom{pod: pod.Name, containers: map[string]string{}, copies: map[string]services.ForkCopy{}}
+	fills := p.ForkFills
+	if fills <= 0 {
+		fills = DefaultForkFills
+	}
+	from := &forkFrom{pod: pod.Name, containers: map[string]string{}, copies: map[string]services.ForkCopy{},
+		fills: make(chan struct{}, fills)}
 	var parts []forkPart
 	for _, svc := range src.Services {
 		name := src.Resources.Containers[svc]
@@ -390,6 +404,12 @@ func (p *Provider) fillFork(ctx context.Context, b *build) error {
 // dstCmd in container of the copy's pod, the one's output the other's
 // input.
 func (p *Provider) streamFork(ctx context.Context, b *build, svc, container string, srcCmd, dstCmd []string) error {
+	select {
+	case b.fork.fills <- struct{}{}:
+		defer func() { <-b.fork.fills }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {

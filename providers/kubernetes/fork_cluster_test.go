@@ -69,6 +69,7 @@ func stageLeft(t *testing.T, p *Provider, rec *state.Record) string {
 func TestForkOnCluster(t *testing.T) {
 	t.Parallel()
 	p, secrets := newTestProvider(t)
+	p.ForkFills = 1 // the copies' fills take turns (forkFrom.fills)
 	lineage := newLineage(t, p)
 	src := createInstance(t, p, apply.CreateRequest{Address: `sandbox.fork["base"]`, Lineage: lineage, Generation: 1, Features: bare()})
 	ctx := ctxFor(t, 5*time.Minute)
@@ -290,7 +291,8 @@ func TestForkFigures(t *testing.T) {
 		t.Skip("set SANDBOXER_KUBE_FORK_FIGURES=1 to measure")
 	}
 	p, _ := newTestProvider(t)
-	p.ReadyTimeout = 5 * time.Minute // ten copies' fills and recoveries at once on 2 cores
+	// The default ready timeout: a copy's fill, which waits its turn
+	// (DefaultForkFills at once), is not counted in it.
 	lineage := newLineage(t, p)
 	src := createInstance(t, p, apply.CreateRequest{Address: `sandbox.fig["base"]`, Lineage: lineage, Generation: 1, Features: bare()})
 	ctx := ctxFor(t, 20*time.Minute)

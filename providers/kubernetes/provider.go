@@ -52,6 +52,9 @@ type Provider struct {
 	// each service to answer its protocol probe. Zero means
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// ForkFills is how many copies' fill streams a fork runs at once;
+	// zero means DefaultForkFills.
+	ForkFills int
 	// ProbeTimeout bounds each service's check in Probe. Zero means
 	// DefaultProbeTimeout.
 	ProbeTimeout time.Duration
