@@ -164,5 +164,9 @@ func Port(name string) int {
 // (PostgreSQL, Redis, Valkey: services/contract).
 type Forker = contract.Forker
 
+// ForkConnector is a Forker that connects ahead of its capture
+// (contract.ForkConnector).
+type ForkConnector = contract.ForkConnector
+
 // ForkCopy is one service's captured data (contract.ForkCopy).
 type ForkCopy = contract.ForkCopy

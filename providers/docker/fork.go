@@ -128,6 +128,22 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	if err := p.checkForkRoom(ctx, parts[0].in.Run, total, len(reqs)); err != nil {
 		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
 	}
+	// The services captured inside the first one's hold connect ahead
+	// of it (services.ForkConnector), so their capture there is one
+	// round trip.
+	for i := 1; i < len(parts); i++ {
+		pt := &parts[i]
+		fc, ok := pt.f.(services.ForkConnector)
+		if !ok {
+			continue
+		}
+		f, closeConn, err := fc.ForkConnect(ctx, pt.in)
+		if err != nil {
+			return nil, scrub.Err(fmt.Errorf("fork %s: %s: %w", src.Address, pt.svc, err))
+		}
+		defer closeConn()
+		pt.f = f
+	}
 
 	stage, err := forkStage()
 	if err != nil {

@@ -197,6 +197,15 @@ type Forker interface {
 	ForkArgs(dir string, c ForkCopy) []string
 }
 
+// ForkConnector is a Forker that connects ahead of its capture: a runtime
+// calls ForkConnect before the hold of the service captured first, and
+// captures with the Forker it returns, whose connection is made (so the
+// capture inside that hold is one round trip, not a dial, a TLS handshake
+// and an authentication on a loaded host), then calls close.
+type ForkConnector interface {
+	ForkConnect(ctx context.Context, in Instance) (f Forker, close func(), err error)
+}
+
 // ForkCopy is one service's captured data in the source's container.
 type ForkCopy struct {
 	// Path is the file or directory to copy into each copy's container.

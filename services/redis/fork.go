@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sandboxer/sandboxer/services/contract"
 	"github.com/sandboxer/sandboxer/state"
 )
@@ -40,6 +42,44 @@ func ForkSize(ctx context.Context, c state.Credentials) (int64, error) {
 func ForkCapture(ctx context.Context, c state.Credentials, during func(context.Context) error) (contract.ForkCopy, error) {
 	rdb := ClientAs(c, c.AdminUser, c.AdminPassword)
 	defer rdb.Close()
+	return capture(ctx, rdb, during)
+}
+
+// ForkConnect makes the admin connection ahead of a capture inside
+// another service's hold (contract.ForkConnector): there the BGSAVE is
+// one round trip on it. account is the server's user (ForkClean).
+func ForkConnect(ctx context.Context, c state.Credentials, account string) (contract.Forker, func(), error) {
+	rdb := ClientAs(c, c.AdminUser, c.AdminPassword)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, nil, fmt.Errorf("connect ahead of the fork: %w", err)
+	}
+	return connectedFork{rdb: rdb, account: account}, func() { _ = rdb.Close() }, nil
+}
+
+// connectedFork is ForkConnect's Forker: its capture uses the connection
+// made ahead.
+type connectedFork struct {
+	rdb     *redis.Client
+	account string
+}
+
+func (f connectedFork) ForkSize(ctx context.Context, in contract.Instance) (int64, error) {
+	return ForkSize(ctx, in.Creds)
+}
+
+func (f connectedFork) ForkCapture(ctx context.Context, _ contract.Instance, _ string, during func(context.Context) error) (contract.ForkCopy, error) {
+	return capture(ctx, f.rdb, during)
+}
+
+func (f connectedFork) ForkClean(ctx context.Context, in contract.Instance, _ string, c contract.ForkCopy) error {
+	return ForkClean(ctx, in.Run, f.account, c)
+}
+
+func (connectedFork) ForkArgs(dir string, c contract.ForkCopy) []string { return ForkArgs(dir, c) }
+
+// capture is ForkCapture on the client rdb.
+func capture(ctx context.Context, rdb *redis.Client, during func(context.Context) error) (contract.ForkCopy, error) {
 	start := time.Now()
 	if err := rdb.BgSave(ctx).Err(); err != nil {
 		return contract.ForkCopy{}, fmt.Errorf("start a background save: %w", err)
@@ -122,3 +162,7 @@ func (Service) ForkClean(ctx context.Context, in contract.Instance, _ string, c 
 }
 
 func (Service) ForkArgs(dir string, c contract.ForkCopy) []string { return ForkArgs(dir, c) }
+
+func (Service) ForkConnect(ctx context.Context, in contract.Instance) (contract.Forker, func(), error) {
+	return ForkConnect(ctx, in.Creds, Service{}.Account())
+}

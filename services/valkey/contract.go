@@ -95,3 +95,7 @@ func (Service) ForkClean(ctx context.Context, in contract.Instance, _ string, c 
 }
 
 func (Service) ForkArgs(dir string, c contract.ForkCopy) []string { return redis.ForkArgs(dir, c) }
+
+func (Service) ForkConnect(ctx context.Context, in contract.Instance) (contract.Forker, func(), error) {
+	return redis.ForkConnect(ctx, in.Creds, Service{}.Account())
+}
