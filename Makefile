@@ -113,6 +113,7 @@ bench-kube: build
 	$(KUBE_ENV) $(GO) run ./scripts/benchondemand -bin $(BIN) -runtime kubernetes
 	$(KUBE_ENV) $(GO) test -run 'TestRequestsPerSandbox$$' -count 1 -v ./providers/kubernetes
 	$(KUBE_ENV) $(GO) test -run 'TestPortForwardFigures$$' -count 1 -v ./providers/kubernetes
+	$(KUBE_ENV) SANDBOXER_REQUIRE_HELM=1 SANDBOXER_HELM_TIMING=1 $(GO) test -run 'TestChartInstallsOnTheCluster$$' -count 1 -v ./deploy/helm
 	$(KUBE_ENV) SANDBOXER_KUBE_CLAIMS=$(KUBE_CLAIMS) $(GO) test -run 'TestPoolClaimMakesNoAPIRequests$$' -count 1 -v -timeout 30m ./providers/kubernetes
 	$(KUBE_ENV) $(GO) run ./scripts/benchpool -bin $(BIN) -runtime kubernetes -n $(KUBE_CLAIMS) -cli 0 -cold 2
 	$(KUBE_ENV) SANDBOXER_KUBE_SCALE=$(KUBE_SCALE_N) SANDBOXER_KUBE_SCALE_BASELINE=1 $(GO) test -run TestScaleOnFakeNodes -count 1 -v -timeout 30m ./providers/kubernetes
