@@ -18,6 +18,17 @@ const (
 	KubeNamespaceEnv = "SANDBOXER_TEST_KUBE_NAMESPACE"
 )
 
+// KubeLaterEnv, set to 1, makes every test that needs a cluster skip,
+// whatever cluster there is: .ci/run runs the suite's other tests while
+// the cluster builds, then the cluster's tests alone (KubeRequireEnv).
+const KubeLaterEnv = "SANDBOXER_TEST_KUBE_LATER"
+
+// KubeLater reports whether the cluster's tests are to skip (KubeLaterEnv).
+func KubeLater() bool {
+	v := os.Getenv(KubeLaterEnv)
+	return v != "" && v != "0" && v != "false"
+}
+
 // KubeRequired reports whether the environment demands a cluster.
 func KubeRequired() bool {
 	v := os.Getenv(KubeRequireEnv)
@@ -28,6 +39,9 @@ func KubeRequired() bool {
 // (fails it with SANDBOXER_REQUIRE_KUBE=1) when there is none.
 func Kubeconfig(tb testing.TB) string {
 	tb.Helper()
+	if KubeLater() {
+		tb.Skipf("a test on the cluster: %s=1 leaves it for the cluster's own pass", KubeLaterEnv)
+	}
 	var tried []string
 	if env := os.Getenv("KUBECONFIG"); env != "" {
 		if _, err := os.Stat(env); err == nil {
