@@ -80,12 +80,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		return nil, errors.New("fork: no copies asked for")
 	}
 	scrub := redact.ForRecord(src)
-	type part struct {
-		svc string
-		f   services.Forker
-		in  services.Instance
-	}
-	var parts []part
+	var parts []kit.ForkPart
 	images := map[string]string{}
 	mounts := map[string][]container.MountPoint{}
 	for _, svc := range src.Services {
@@ -110,40 +105,18 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		}
 		images[svc] = ci.Config.Image
 		mounts[svc] = ci.Mounts
-		parts = append(parts, part{svc: svc, f: f, in: services.Instance{Run: containerRunner{p: p, id: id}, Creds: c,
+		parts = append(parts, kit.ForkPart{Svc: svc, F: f, In: services.Instance{Run: containerRunner{p: p, id: id}, Creds: c,
 			Features: src.Features[svc], Allowed: p.cat.Allowed(svc)}})
 	}
-	// The service that holds its writers goes first, so the others are
-	// captured inside its hold (services.StartRank: PostgreSQL first).
-	slices.SortStableFunc(parts, func(a, b part) int { return services.StartRank(a.svc) - services.StartRank(b.svc) })
-
-	var total int64
-	for _, pt := range parts {
-		n, err := pt.f.ForkSize(ctx, pt.in)
-		if err != nil {
-			return nil, scrub.Err(fmt.Errorf("fork %s: %s: %w", src.Address, pt.svc, err))
-		}
-		total += n
+	var total int64 // what the copies will copy, each
+	release, err := kit.PrepareFork(ctx, parts, func(t int64) error {
+		total = t
+		return p.checkForkRoom(ctx, parts[0].In.Run, total, len(reqs))
+	})
+	if err != nil {
+		return nil, scrub.Err(fmt.Errorf("fork %s: %w", src.Address, err))
 	}
-	if err := p.checkForkRoom(ctx, parts[0].in.Run, total, len(reqs)); err != nil {
-		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
-	}
-	// The services captured inside the first one's hold connect ahead
-	// of it (services.ForkConnector), so their capture there is one
-	// round trip.
-	for i := 1; i < len(parts); i++ {
-		pt := &parts[i]
-		fc, ok := pt.f.(services.ForkConnector)
-		if !ok {
-			continue
-		}
-		f, closeConn, err := fc.ForkConnect(ctx, pt.in)
-		if err != nil {
-			return nil, scrub.Err(fmt.Errorf("fork %s: %s: %w", src.Address, pt.svc, err))
-		}
-		defer closeConn()
-		pt.f = f
-	}
+	defer release()
 
 	stage, err := forkStage()
 	if err != nil {
@@ -166,12 +139,12 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		}
 		run := func(ctx context.Context, during func(context.Context) error) error {
 			pt := parts[i]
-			c, err := pt.f.ForkCapture(ctx, pt.in, stage, during)
+			c, err := pt.F.ForkCapture(ctx, pt.In, stage, during)
 			mu.Lock()
-			from.copies[pt.svc] = c
+			from.copies[pt.Svc] = c
 			mu.Unlock()
 			if err != nil {
-				return fmt.Errorf("capture %s: %w", pt.svc, err)
+				return fmt.Errorf("capture %s: %w", pt.Svc, err)
 			}
 			return nil
 		}
@@ -201,7 +174,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		for _, pt := range parts {
-			_ = pt.f.ForkClean(cctx, pt.in, stage, from.copies[pt.svc])
+			_ = pt.F.ForkClean(cctx, pt.In, stage, from.copies[pt.Svc])
 		}
 	}()
 	err = capture(0)(ctx)
@@ -213,20 +186,20 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	}
 	out := &apply.Forked{Created: make([]*apply.Created, len(reqs)), Methods: map[string]string{}, Bytes: total}
 	for _, pt := range parts {
-		id, _, _ := serviceOf(src, pt.svc)
-		from.src[pt.svc] = id
-		if v, rel, ok := volumeAt(mounts[pt.svc], from.copies[pt.svc].Path); ok {
-			from.srcVolumes[pt.svc], from.srcRels[pt.svc] = v, rel
+		id, _, _ := serviceOf(src, pt.Svc)
+		from.src[pt.Svc] = id
+		if v, rel, ok := volumeAt(mounts[pt.Svc], from.copies[pt.Svc].Path); ok {
+			from.srcVolumes[pt.Svc], from.srcRels[pt.Svc] = v, rel
 		}
-		out.Methods[pt.svc] = from.copies[pt.svc].Method
-		out.Held = max(out.Held, from.copies[pt.svc].Held)
+		out.Methods[pt.Svc] = from.copies[pt.Svc].Method
+		out.Held = max(out.Held, from.copies[pt.Svc].Held)
 		if p.onForkCapture != nil {
-			p.onForkCapture(pt.svc, from.copies[pt.svc])
+			p.onForkCapture(pt.Svc, from.copies[pt.Svc])
 		}
 		if os.Getenv(debugForkEnv) != "" {
 			// Figures only (scripts/benchfork): where the hold went.
-			c := from.copies[pt.svc]
-			fmt.Fprintf(os.Stderr, "sandboxer: fork %s: %s captured by %s, held %s %s\n", src.Address, pt.svc, c.Method, c.Held.Round(time.Millisecond), c.Steps)
+			c := from.copies[pt.Svc]
+			fmt.Fprintf(os.Stderr, "sandboxer: fork %s: %s captured by %s, held %s %s\n", src.Address, pt.Svc, c.Method, c.Held.Round(time.Millisecond), c.Steps)
 		}
 	}
 

@@ -80,13 +80,6 @@ const DefaultForkFills = 2
 
 var _ apply.Forker = (*Provider)(nil)
 
-// forkPart is one service of the source.
-type forkPart struct {
-	svc string
-	f   services.Forker
-	in  services.Instance
-}
-
 // Fork captures src's data at one instant and starts one instance per
 // request from it, all at once. On any failure every copy made so far is
 // deleted; the capture's stage in the source is removed in all cases.
@@ -118,7 +111,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	}
 	from := &forkFrom{pod: pod.Name, containers: map[string]string{}, copies: map[string]services.ForkCopy{},
 		fills: make(chan struct{}, fills)}
-	var parts []forkPart
+	var parts []kit.ForkPart
 	for _, svc := range src.Services {
 		name := src.Resources.Containers[svc]
 		c, ok := src.Credentials[svc]
@@ -134,40 +127,18 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 			}
 		}
 		from.containers[svc] = name
-		parts = append(parts, forkPart{svc: svc, f: forkers[svc], in: services.Instance{Run: podRunner{p: p, pod: pod.Name, container: name},
+		parts = append(parts, kit.ForkPart{Svc: svc, F: forkers[svc], In: services.Instance{Run: podRunner{p: p, pod: pod.Name, container: name},
 			Creds: c, Features: src.Features[svc], Allowed: p.cat.Allowed(svc)}})
 	}
-	// The service that holds its writers goes first, so the others are
-	// captured inside its hold (services.StartRank: PostgreSQL first).
-	slices.SortStableFunc(parts, func(a, b forkPart) int { return services.StartRank(a.svc) - services.StartRank(b.svc) })
-
-	var total int64
-	for _, pt := range parts {
-		n, err := pt.f.ForkSize(ctx, pt.in)
-		if err != nil {
-			return nil, scrub.Err(fmt.Errorf("fork %s: %s: %w", src.Address, pt.svc, err))
-		}
-		total += n
+	var total int64 // what the copies will copy, each
+	release, err := kit.PrepareFork(ctx, parts, func(t int64) error {
+		total = t
+		return p.checkForkRoom(ctx, parts[0].In.Run, total, len(reqs))
+	})
+	if err != nil {
+		return nil, scrub.Err(fmt.Errorf("fork %s: %w", src.Address, err))
 	}
-	if err := p.checkForkRoom(ctx, parts[0].in.Run, total, len(reqs)); err != nil {
-		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
-	}
-	// The services captured inside the first one's hold connect ahead
-	// of it (services.ForkConnector), so their capture there is one
-	// round trip.
-	for i := 1; i < len(parts); i++ {
-		pt := &parts[i]
-		fc, ok := pt.f.(services.ForkConnector)
-		if !ok {
-			continue
-		}
-		f, closeConn, err := fc.ForkConnect(ctx, pt.in)
-		if err != nil {
-			return nil, scrub.Err(fmt.Errorf("fork %s: %s: %w", src.Address, pt.svc, err))
-		}
-		defer closeConn()
-		pt.f = f
-	}
+	defer release()
 
 	stage := "fork-" + randomSuffix() + randomSuffix()
 	var mu sync.Mutex
@@ -178,12 +149,12 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		}
 		return func(ctx context.Context) error {
 			pt := parts[i]
-			c, err := pt.f.ForkCapture(ctx, pt.in, stage, capture(i+1))
+			c, err := pt.F.ForkCapture(ctx, pt.In, stage, capture(i+1))
 			mu.Lock()
-			from.copies[pt.svc] = c
+			from.copies[pt.Svc] = c
 			mu.Unlock()
 			if err != nil {
-				return fmt.Errorf("capture %s: %w", pt.svc, err)
+				return fmt.Errorf("capture %s: %w", pt.Svc, err)
 			}
 			return nil
 		}
@@ -192,7 +163,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		for _, pt := range parts {
-			_ = pt.f.ForkClean(cctx, pt.in, stage, from.copies[pt.svc])
+			_ = pt.F.ForkClean(cctx, pt.In, stage, from.copies[pt.Svc])
 		}
 	}()
 	if err := capture(0)(ctx); err != nil {
@@ -200,8 +171,8 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	}
 	out := &apply.Forked{Created: make([]*apply.Created, len(reqs)), Methods: map[string]string{}, Bytes: total}
 	for _, pt := range parts {
-		out.Methods[pt.svc] = from.copies[pt.svc].Method
-		out.Held = max(out.Held, from.copies[pt.svc].Held)
+		out.Methods[pt.Svc] = from.copies[pt.Svc].Method
+		out.Held = max(out.Held, from.copies[pt.Svc].Held)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
