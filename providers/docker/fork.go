@@ -52,6 +52,14 @@ type forkFrom struct {
 	srcVolumes, srcRels map[string]string
 	// fills bounds the copies filled at once (the engine host's cores).
 	fills chan struct{}
+	// reqs are the copies asked for; the overlay (forkoverlay.go), made
+	// once for all of them by the first copy to start its PostgreSQL,
+	// and how to remove it if the fork fails.
+	reqs      []apply.CreateRequest
+	ovOnce    sync.Once
+	ov        *forkOverlay
+	ovErr     error
+	ovCleanup func(context.Context) error
 
 	mu sync.Mutex
 	// filled is the path each service's copies were filled by
@@ -124,7 +132,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	}
 	from := &forkFrom{src: map[string]string{}, copies: map[string]services.ForkCopy{},
 		srcVolumes: map[string]string{}, srcRels: map[string]string{}, filled: map[string]string{},
-		fills: make(chan struct{}, p.fillSlots(ctx, len(reqs)))}
+		fills: make(chan struct{}, p.fillSlots(ctx, len(reqs))), reqs: reqs}
 	var mu sync.Mutex
 	// capture(i) captures parts[i:]: parts[i] holds its data still and,
 	// while it does, captures the rest. A later part's capture goes on
@@ -222,6 +230,11 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 			rec := &state.Record{Address: reqs[i].Address, Resources: made.Resources, Credentials: made.Credentials}
 			if derr := p.Delete(cctx, rec); derr != nil {
 				err = errors.Join(err, fmt.Errorf("remove copy %s (sandboxer reap finds it by its labels): %w", reqs[i].Address, derr))
+			}
+		}
+		if from.ovCleanup != nil {
+			if derr := from.ovCleanup(cctx); derr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the fork's base (sandboxer reap finds it by its labels): %w", derr))
 			}
 		}
 		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
@@ -335,6 +348,17 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 		}
 		fs.Tmpfs[dir] = opts
 	}
+	// On volume storage the copies may share one copy of the stage under
+	// an overlay each (forkoverlay.go): then the data is in place when
+	// the container starts, and there is nothing to fill.
+	ov, err := p.prepareOverlay(ctx, b, spec.Image, spec.Volumes, pgdata)
+	if err != nil {
+		return nil, c, err
+	}
+	if ov != nil {
+		fs.Volumes = nil
+		fs.Mounts = append(slices.Clone(fs.Mounts), ov.overlayMount(b.req.Address, serviceLabels(b.req.Address, b.req.Lineage, b.req.Generation, "postgres")))
+	}
 	id, name, err := p.createContainer(ctx, b, fs)
 	if err != nil {
 		return nil, c, err
@@ -348,9 +372,11 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 	// The start script waits for the data: copied from the source's
 	// stage into the copy's data directory (volume or tmpfs) by the
 	// cheapest path the storage allows (forkfill.go).
-	how, err := p.fillPostgres(ctx, b, b.fork, id, spec.Image, pgdata, owner)
-	if err != nil {
-		return nil, c, fmt.Errorf("fill the data directory of %s: %w", name, err)
+	how := fillOverlay
+	if ov == nil {
+		if how, err = p.fillPostgres(ctx, b, b.fork, id, spec.Image, pgdata, owner); err != nil {
+			return nil, c, fmt.Errorf("fill the data directory of %s: %w", name, err)
+		}
 	}
 	b.fork.noteFill("postgres", how)
 	conn, err := p.awaitPostgres(ctx, id, c)

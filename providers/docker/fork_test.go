@@ -3,10 +3,13 @@ package docker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sandboxer/sandboxer/apply"
@@ -87,10 +90,19 @@ func forkReqs(lineage string, src *state.Record, n int) []apply.CreateRequest {
 // copies have the keys with their TTLs, their own credentials, and do
 // not let one another's in. The writer's longest wait is the hold-up.
 func TestForkWithWriter(t *testing.T) {
-	for _, storage := range []string{config.StorageVolume, config.StorageTmpfs} {
-		t.Run(storage, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, storage string
+		noOverlay     bool // fill each copy rather than share a base
+	}{
+		{"volume", config.StorageVolume, false},
+		{"volume-filled", config.StorageVolume, true},
+		{"tmpfs", config.StorageTmpfs, false},
+	} {
+		storage := tc.storage
+		t.Run(tc.name, func(t *testing.T) {
 			p, secrets := newTestProvider(t)
 			p.cfg.Storage = storage
+			p.forkNoOverlay = tc.noOverlay
 			lineage := newLineage(t, p)
 			ctx := context.Background()
 			src, _ := forkSource(ctx, t, p, lineage, config.Publish{})
@@ -165,8 +177,20 @@ func TestForkWithWriter(t *testing.T) {
 			// The capture's method, then the path each copy was filled
 			// by: inside the engine from volume to volume, or streamed
 			// for a tmpfs no other container sees.
+			// On volume storage, one copy of the stage shared under an
+			// overlay each where the engine mounts overlayfs (this
+			// machine's does: the probe must say so).
 			wantMethod := map[string]string{config.StorageVolume: "copy+volume", config.StorageTmpfs: "memory+stream"}[storage]
-			if m := forked.Methods["postgres"]; m != wantMethod && m != "reflink+volume" {
+			if storage == config.StorageVolume && !tc.noOverlay {
+				p.overlay.mu.Lock()
+				known, ok, why := p.overlay.known, p.overlay.ok, p.overlay.why
+				p.overlay.mu.Unlock()
+				if !known || !ok {
+					t.Errorf("the engine mounts no overlayfs volume (probed: %v): %s", known, why)
+				}
+				wantMethod = "copy+overlay"
+			}
+			if m := forked.Methods["postgres"]; m != wantMethod && m != strings.Replace(wantMethod, "copy", "reflink", 1) {
 				t.Errorf("postgres method %q, want %q", m, wantMethod)
 			}
 			if forked.Methods["redis"] != "rdb" {
@@ -218,9 +242,14 @@ func TestForkWithWriter(t *testing.T) {
 				if err := conn.QueryRow(ctx, `SELECT nextval('tick')`).Scan(&next); err != nil || next <= 100 {
 					t.Errorf("copy %d: the sequence says %d (%v), want past 100", i+1, next, err)
 				}
-				// It writes on its own.
+				// It writes on its own: the copies before it wrote a row
+				// each, and it sees only its own.
 				if _, err := conn.Exec(ctx, `INSERT INTO rows (v) VALUES ('copy')`); err != nil {
 					t.Errorf("copy %d: insert: %v", i+1, err)
+				}
+				var mine int64
+				if err := conn.QueryRow(ctx, `SELECT count(*) FROM rows WHERE v = 'copy'`).Scan(&mine); err != nil || mine != 1 {
+					t.Errorf("copy %d sees %d rows written in copies (%v), want its own 1", i+1, mine, err)
 				}
 				rc := made.Credentials["redis"]
 				rdb := redissvc.Client(rc.Host, rc.Port, rc.User, rc.Password, nil)
@@ -250,6 +279,32 @@ func TestForkWithWriter(t *testing.T) {
 			var n int64
 			if err := wconn.QueryRow(ctx, `SELECT count(*) FROM rows WHERE v = 'copy'`).Scan(&n); err != nil || n != 0 {
 				t.Errorf("source: %d rows written in copies (%v)", n, err)
+			}
+			// The copies gone, nothing of the fork is left: no base, no
+			// upper volume, nothing labelled with the lineage but the
+			// source's.
+			for i, made := range forked.Created {
+				if err := p.Delete(ctx, recordFor(forkReqs(lineage, src, 3)[i], made)); err != nil {
+					t.Errorf("delete copy %d: %v", i+1, err)
+				}
+			}
+			left, err := p.ListManaged(ctx, lineage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range left {
+				if m.Address != src.Address && m.Kind != KindNetwork {
+					t.Errorf("left after the copies were deleted: %s %s (address %q)", m.Kind, m.Name, m.Address)
+				}
+			}
+			vs, err := p.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelLineage+"="+lineage))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vs.Volumes {
+				if v.Labels[LabelForkBase] != "" || v.Labels[LabelForkUpper] != "" {
+					t.Errorf("fork volume %s left after the copies were deleted", v.Name)
+				}
 			}
 		})
 	}

@@ -97,47 +97,9 @@ func (p *Provider) fillPostgres(ctx context.Context, b *build, from *forkFrom, i
 func (p *Provider) fillFromVolume(ctx context.Context, b *build, image string, owner fileOwner, srcVol, srcRel, dstVol, dstRel string) error {
 	src := path.Join(fillSrcMount, srcRel)
 	dst := path.Join(fillDstMount, dstRel)
-	labels := instanceLabels(b.req.Address, b.req.Lineage, b.req.Generation)
-	labels[LabelForkFill] = "true"
-	cfg := &container.Config{
-		Image:      image,
-		User:       fmt.Sprintf("%d:%d", owner.UID, owner.GID),
-		Entrypoint: []string{"/bin/sh", "-c", `mkdir -p "$2" && cp -a "$1/." "$2/" && touch "$2/` + pgsvc.ForkFilled + `"`, "fill"},
-		Cmd:        []string{src, dst},
-		Labels:     labels,
-	}
-	host := &container.HostConfig{
-		NetworkMode: "none",
-		SecurityOpt: []string{"no-new-privileges"},
-		Mounts: []mount.Mount{
-			{Type: mount.TypeVolume, Source: srcVol, Target: fillSrcMount, ReadOnly: true},
-			{Type: mount.TypeVolume, Source: dstVol, Target: fillDstMount},
-		},
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
-	resp, err := p.cli.ContainerCreate(cctx, cfg, host, nil, nil, "")
-	cancel()
-	if err != nil {
-		return p.engineErr("create the fork's fill container", err)
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_ = p.cli.ContainerRemove(rctx, resp.ID, container.RemoveOptions{Force: true})
-	}()
-	waitC, errC := p.cli.ContainerWait(ctx, resp.ID, container.WaitConditionNextExit)
-	if err := p.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-		return p.engineErr("start the fork's fill container", err)
-	}
-	select {
-	case w := <-waitC:
-		if w.StatusCode != 0 {
-			return fmt.Errorf("the fork's fill container exited with code %d: %s", w.StatusCode, b.scrubText(p.logTail(ctx, resp.ID, 20)))
-		}
-		return nil
-	case err := <-errC:
-		return p.engineErr("wait for the fork's fill container", err)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	script := `mkdir -p "$2" && cp -a "$1/." "$2/" && touch "$2/` + pgsvc.ForkFilled + `"`
+	return p.runHelper(ctx, b, image, fmt.Sprintf("%d:%d", owner.UID, owner.GID), []string{"/bin/sh", "-c", script, "fill", src, dst}, []mount.Mount{
+		{Type: mount.TypeVolume, Source: srcVol, Target: fillSrcMount, ReadOnly: true},
+		{Type: mount.TypeVolume, Source: dstVol, Target: fillDstMount},
+	})
 }

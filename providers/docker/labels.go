@@ -126,9 +126,18 @@ func (p *Provider) ListManaged(ctx context.Context, lineage string) ([]Managed, 
 		return nil, p.engineErr("list volumes", err)
 	}
 	now := time.Now()
+	uppers := map[string]bool{} // fork bases an upper volume names
+	for _, v := range vs.Volumes {
+		if b := v.Labels[LabelForkUpper]; b != "" {
+			uppers[b] = true
+		}
+	}
 	for _, v := range vs.Volumes {
 		if lockMayBeHeld(v.Labels, v.CreatedAt, now) || v.Labels[LabelTemplate] != "" {
 			continue // templates belong to no lineage (CollectTemplates)
+		}
+		if v.Labels[LabelForkBase] != "" && uppers[v.Name] {
+			continue // a fork's base that a copy still uses (forkoverlay.go)
 		}
 		out = append(out, managedFrom(KindVolume, v.Name, v.Name, v.Labels))
 	}
@@ -166,12 +175,7 @@ func (p *Provider) DeleteManaged(ctx context.Context, items []Managed) error {
 				err = p.removeNetwork(ctx, m.ID)
 			}
 		case KindVolume:
-			err = p.cli.VolumeRemove(ctx, m.ID, true)
-			if cerrdefs.IsNotFound(err) {
-				err = nil
-			} else if err != nil {
-				err = p.engineErr("remove volume", err)
-			}
+			err = p.removeVolume(ctx, m.ID)
 		default:
 			err = fmt.Errorf("unknown kind %q", m.Kind)
 		}
@@ -225,4 +229,25 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// removeVolume removes a volume; gone counts as removed. A fork copy's
+// upper volume takes its fork's base along once no other upper names it
+// (forkoverlay.go).
+func (p *Provider) removeVolume(ctx context.Context, name string) error {
+	v, err := p.cli.VolumeInspect(ctx, name)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return p.engineErr("inspect volume", err)
+	}
+	err = p.cli.VolumeRemove(ctx, name, true)
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return p.engineErr("remove volume", err)
+	}
+	if base := v.Labels[LabelForkUpper]; base != "" {
+		return p.removeForkBaseIfUnused(ctx, base)
+	}
+	return nil
 }

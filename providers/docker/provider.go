@@ -67,6 +67,12 @@ type Provider struct {
 	// capture of a fork (fork.go): its method, hold and the hold's steps.
 	onForkCapture func(service string, c services.ForkCopy)
 
+	// overlay remembers whether the engine mounts overlayfs volumes
+	// (forkoverlay.go); forkNoOverlay, when set (tests only), fills every
+	// copy of a fork instead.
+	overlay       overlayProbe
+	forkNoOverlay bool
+
 	// caps remembers what each image provides (capabilities.go).
 	caps capCache
 

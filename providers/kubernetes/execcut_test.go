@@ -31,6 +31,9 @@ import (
 // in either direction are closed at that point, as an overloaded API
 // server, node or middlebox does. Everything else passes untouched.
 type cutProxy struct {
+	// stall: a stream over the limit stops moving (no byte either way)
+	// until the client closes it, instead of being closed.
+	stall     bool
 	limit     int64
 	remaining atomic.Int64
 	done      atomic.Int64 // streams cut so far
@@ -38,6 +41,15 @@ type cutProxy struct {
 }
 
 func newCutProxy(t *testing.T, cuts int, limit int64) (*cutProxy, string) {
+	return newProxy(t, cuts, limit, false)
+}
+
+// newStallProxy is a cutProxy whose cut streams stall instead.
+func newStallProxy(t *testing.T, cuts int, limit int64) (*cutProxy, string) {
+	return newProxy(t, cuts, limit, true)
+}
+
+func newProxy(t *testing.T, cuts int, limit int64, stall bool) (*cutProxy, string) {
 	t.Helper()
 	kc := testenv.Kubeconfig(t)
 	upstream, err := clientcmd.BuildConfigFromFlags("", kc)
@@ -52,7 +64,7 @@ func newCutProxy(t *testing.T, cuts int, limit int64) (*cutProxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &cutProxy{limit: limit}
+	cp := &cutProxy{limit: limit, stall: stall}
 	cp.remaining.Store(int64(cuts))
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
@@ -60,7 +72,7 @@ func newCutProxy(t *testing.T, cuts int, limit int64) (*cutProxy, string) {
 		ModifyResponse: func(res *http.Response) error {
 			if res.StatusCode == http.StatusSwitchingProtocols && strings.HasSuffix(res.Request.URL.Path, "/exec") {
 				if rwc, ok := res.Body.(io.ReadWriteCloser); ok {
-					res.Body = &cutConn{rwc: rwc, p: cp}
+					res.Body = &cutConn{rwc: rwc, p: cp, closed: make(chan struct{})}
 				}
 			}
 			return nil
@@ -93,6 +105,9 @@ type cutConn struct {
 	n    int64
 	cut  bool
 	pass bool // over the limit when no cuts were left: never cut
+
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // over counts n more bytes and reports whether the stream is cut now.
@@ -115,13 +130,24 @@ func (c *cutConn) over(n int) bool {
 	}
 	c.cut = true
 	c.p.done.Add(1)
-	c.rwc.Close()
+	if !c.p.stall {
+		c.rwc.Close()
+	}
 	return true
+}
+
+// halt is what a cut stream does: ends at once or, stalled, once the
+// client has closed it.
+func (c *cutConn) halt() {
+	if c.p.stall {
+		<-c.closed
+	}
 }
 
 func (c *cutConn) Read(b []byte) (int, error) {
 	n, err := c.rwc.Read(b)
 	if c.over(n) {
+		c.halt()
 		return 0, io.ErrUnexpectedEOF
 	}
 	return n, err
@@ -129,12 +155,16 @@ func (c *cutConn) Read(b []byte) (int, error) {
 
 func (c *cutConn) Write(b []byte) (int, error) {
 	if c.over(len(b)) {
+		c.halt()
 		return 0, io.ErrClosedPipe
 	}
 	return c.rwc.Write(b)
 }
 
-func (c *cutConn) Close() error { return c.rwc.Close() }
+func (c *cutConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.rwc.Close()
+}
 
 // providerThrough connects a provider to the cluster through kubeconfig
 // (the proxy's), with an empty capability cache, so its first create

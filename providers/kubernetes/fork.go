@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -77,6 +78,11 @@ type forkFrom struct {
 // DefaultForkFills is how many of a fork's copies are filled at once
 // unless Provider.ForkFills says otherwise.
 const DefaultForkFills = 2
+
+// DefaultForkStall is how long a fill stream may move no bytes before it
+// counts as cut (retryCut sends it again) unless Provider.ForkStall says
+// otherwise. A fill's length grows with the data; its stall does not.
+const DefaultForkStall = time.Minute
 
 var _ apply.Forker = (*Provider)(nil)
 
@@ -397,16 +403,27 @@ func (p *Provider) streamFork(ctx context.Context, b *build, svc, container stri
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	stall := p.ForkStall
+	if stall <= 0 {
+		stall = DefaultForkStall
+	}
 	pr, pw := io.Pipe()
+	// Bounded by its progress: a stream of any length runs while bytes
+	// move; one that stops is cut (kit.ErrStalled reads as a cut stream).
+	sctx, out, stop := kit.WatchProgress(ctx, pw, stall)
+	defer stop()
 	done := make(chan error, 1)
 	go func() {
-		err := podRunner{p: p, pod: b.fork.pod, container: b.fork.containers[svc]}.execStdin(ctx, srcCmd, nil, pw)
+		err := podRunner{p: p, pod: b.fork.pod, container: b.fork.containers[svc]}.execStdin(sctx, srcCmd, nil, out)
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	err := podRunner{p: p, pod: b.name, container: container}.execStdin(ctx, dstCmd, pr, nil)
+	err := podRunner{p: p, pod: b.name, container: container}.execStdin(sctx, dstCmd, pr, nil)
 	pr.CloseWithError(io.ErrClosedPipe)
 	serr := <-done
+	if cause := context.Cause(sctx); ctx.Err() == nil && errors.Is(cause, kit.ErrStalled) {
+		return fmt.Errorf("fill %s's copy from pod %s: %w", svc, b.fork.pod, cause)
+	}
 	if err != nil && strings.Contains(err.Error(), "Unexpected EOF in archive") {
 		// tar's word for a stream that ended early: a cut (retryCut).
 		return fmt.Errorf("%w: %v", io.ErrUnexpectedEOF, err)

@@ -339,3 +339,45 @@ func TestForkFigures(t *testing.T) {
 		cancel()
 	}
 }
+
+// A fill stream that stops moving (the proxy in front of the API server
+// passes no byte either way once it has carried 1 MiB, until the client
+// closes it) is cut after Provider.ForkStall and sent again: the fork
+// succeeds with the copy whole, in about the stall more than it would
+// take, not after the caller's deadline.
+func TestForkFillStallIsSentAgain(t *testing.T) {
+	t.Parallel()
+	cp, kc := newStallProxy(t, 0, 1<<20) // armed below, for the fork alone
+	p := providerThrough(t, kc)
+	p.ForkStall = 3 * time.Second
+	lineage := newLineage(t, p)
+	src := createInstance(t, p, apply.CreateRequest{Address: `sandbox.fork["stalled"]`, Lineage: lineage, Generation: 1, Features: bare()})
+	ctx := ctxFor(t, 4*time.Minute)
+	pg := src.Credentials["postgres"]
+	conn, err := pgsvc.Connect(ctx, pg.Host, pg.Port, pg.User, pg.Password, pg.Database, nil)
+	mustf(t, err, "connect to the source")
+	_, err = conn.Exec(ctx, "CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 1000) g")
+	conn.Close(context.Background())
+	mustf(t, err, "create")
+
+	cp.remaining.Store(1)
+	reqs := forkReqs(lineage, "stall", 1, src, config.Publish{})
+	began := time.Now()
+	f, err := p.Fork(ctx, src, reqs)
+	took := time.Since(began)
+	mustf(t, err, "Fork with a stalled fill stream")
+	copies := copyRecords(t, p, reqs, f)
+	if n := cp.done.Load(); n != 1 {
+		t.Fatalf("the proxy stalled %d exec streams, want 1 (the test proves nothing otherwise)", n)
+	}
+	t.Logf("fork with one stalled fill stream: %s (stall allowance %s)", took.Round(time.Millisecond), p.ForkStall)
+	c := copies[0].Credentials["postgres"]
+	cc, err := pgsvc.Connect(ctx, c.Host, c.Port, c.User, c.Password, c.Database, nil)
+	mustf(t, err, "connect to the copy")
+	defer cc.Close(context.Background())
+	var n int
+	mustf(t, cc.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n), "count the copy's rows")
+	if n != 1000 {
+		t.Errorf("the copy has %d rows, want 1000", n)
+	}
+}

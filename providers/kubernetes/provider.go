@@ -55,6 +55,10 @@ type Provider struct {
 	// ForkFills is how many copies' fill streams a fork runs at once;
 	// zero means DefaultForkFills.
 	ForkFills int
+	// ForkStall is how long a fork's fill stream may move no bytes
+	// before it is cut and sent again (kit.WatchProgress); zero means
+	// DefaultForkStall.
+	ForkStall time.Duration
 	// ProbeTimeout bounds each service's check in Probe. Zero means
 	// DefaultProbeTimeout.
 	ProbeTimeout time.Duration
