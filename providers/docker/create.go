@@ -69,6 +69,9 @@ func (b *build) addContainer(service, id, name string) {
 // done records a ready service: its credentials and the allowed
 // extensions its engine can enable, name → version.
 func (b *build) done(service string, c state.Credentials, available map[string]string) {
+	if b.fork != nil {
+		b.fork.phase("%s of %s ready", service, b.req.Address)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.creds[service] = c

@@ -61,10 +61,22 @@ type forkFrom struct {
 	ovErr     error
 	ovCleanup func(context.Context) error
 
+	// began and debug: when the fork began and, with debugForkEnv set,
+	// where its time goes (figures only).
+	began time.Time
+	debug bool
+
 	mu sync.Mutex
 	// filled is the path each service's copies were filled by
 	// (fillVolume, fillStream), for apply.Forked.Methods.
 	filled map[string]string
+}
+
+// phase notes a step of the fork on stderr, with debugForkEnv set.
+func (f *forkFrom) phase(format string, args ...any) {
+	if f.debug {
+		fmt.Fprintf(os.Stderr, "sandboxer: fork: %6.2fs %s\n", time.Since(f.began).Seconds(), fmt.Sprintf(format, args...))
+	}
 }
 
 func (f *forkFrom) noteFill(svc, how string) {
@@ -87,6 +99,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	if len(reqs) == 0 {
 		return nil, errors.New("fork: no copies asked for")
 	}
+	began := time.Now()
 	scrub := redact.ForRecord(src)
 	var parts []kit.ForkPart
 	images := map[string]string{}
@@ -132,7 +145,9 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	}
 	from := &forkFrom{src: map[string]string{}, copies: map[string]services.ForkCopy{},
 		srcVolumes: map[string]string{}, srcRels: map[string]string{}, filled: map[string]string{},
-		fills: make(chan struct{}, p.fillSlots(ctx, len(reqs))), reqs: reqs}
+		fills: make(chan struct{}, p.fillSlots(ctx, len(reqs))), reqs: reqs,
+		began: began, debug: os.Getenv(debugForkEnv) != ""}
+	from.phase("sized, room checked, connected ahead")
 	var mu sync.Mutex
 	// capture(i) captures parts[i:]: parts[i] holds its data still and,
 	// while it does, captures the rest. A later part's capture goes on
@@ -192,6 +207,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	if err != nil {
 		return nil, scrub.Err(fmt.Errorf("fork %s: %w", src.Address, err))
 	}
+	from.phase("captured")
 	out := &apply.Forked{Created: make([]*apply.Created, len(reqs)), Methods: map[string]string{}, Bytes: total}
 	for _, pt := range parts {
 		id, _, _ := serviceOf(src, pt.Svc)
@@ -216,6 +232,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		req.Images = maps.Clone(images)
 		g.Go(func() error {
 			made, err := p.create1(gctx, req, from)
+			from.phase("copy %d ready (%v)", i+1, err)
 			out.Created[i] = made
 			return err
 		})
@@ -351,13 +368,14 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 	// On volume storage the copies may share one copy of the stage under
 	// an overlay each (forkoverlay.go): then the data is in place when
 	// the container starts, and there is nothing to fill.
-	ov, err := p.prepareOverlay(ctx, b, spec.Image, spec.Volumes, pgdata)
+	ov, err := p.prepareOverlay(ctx, b)
 	if err != nil {
 		return nil, c, err
 	}
-	if ov != nil {
-		fs.Volumes = nil
-		fs.Mounts = append(slices.Clone(fs.Mounts), ov.overlayMount(b.req.Address, serviceLabels(b.req.Address, b.req.Lineage, b.req.Generation, "postgres")))
+	m, onOverlay := ov.mount("postgres", b.req.Address, serviceLabels(b.req.Address, b.req.Lineage, b.req.Generation, "postgres"))
+	if onOverlay {
+		fs.Volumes = slices.DeleteFunc(slices.Clone(fs.Volumes), func(v string) bool { return v == m.Target })
+		fs.Mounts = append(slices.Clone(fs.Mounts), m)
 	}
 	id, name, err := p.createContainer(ctx, b, fs)
 	if err != nil {
@@ -369,11 +387,12 @@ func (p *Provider) startPostgresFromFork(ctx context.Context, b *build, c state.
 	if c.Port, err = p.startContainer(ctx, b, "postgres", id, name, postgresPort); err != nil {
 		return nil, c, err
 	}
+	b.fork.phase("postgres of %s started", b.req.Address)
 	// The start script waits for the data: copied from the source's
 	// stage into the copy's data directory (volume or tmpfs) by the
 	// cheapest path the storage allows (forkfill.go).
 	how := fillOverlay
-	if ov == nil {
+	if !onOverlay {
 		if how, err = p.fillPostgres(ctx, b, b.fork, id, spec.Image, pgdata, owner); err != nil {
 			return nil, c, fmt.Errorf("fill the data directory of %s: %w", name, err)
 		}

@@ -193,8 +193,12 @@ func TestForkWithWriter(t *testing.T) {
 			if m := forked.Methods["postgres"]; m != wantMethod && m != strings.Replace(wantMethod, "copy", "reflink", 1) {
 				t.Errorf("postgres method %q, want %q", m, wantMethod)
 			}
-			if forked.Methods["redis"] != "rdb" {
-				t.Errorf("redis method %q, want rdb", forked.Methods["redis"])
+			wantRedis := "rdb+stream"
+			if wantMethod == "copy+overlay" {
+				wantRedis = "rdb+overlay"
+			}
+			if forked.Methods["redis"] != wantRedis {
+				t.Errorf("redis method %q, want %s", forked.Methods["redis"], wantRedis)
 			}
 
 			seen := map[string]bool{}

@@ -101,5 +101,5 @@ func (p *Provider) fillFromVolume(ctx context.Context, b *build, image string, o
 	return p.runHelper(ctx, b, image, fmt.Sprintf("%d:%d", owner.UID, owner.GID), []string{"/bin/sh", "-c", script, "fill", src, dst}, []mount.Mount{
 		{Type: mount.TypeVolume, Source: srcVol, Target: fillSrcMount, ReadOnly: true},
 		{Type: mount.TypeVolume, Source: dstVol, Target: fillDstMount},
-	})
+	}, nil)
 }

@@ -1,11 +1,13 @@
 package docker
 
 import (
+	"archive/tar"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"slices"
@@ -18,6 +20,8 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 )
 
@@ -52,20 +56,17 @@ const (
 	fillOverlay    = "overlay"
 )
 
-// Inside the base and upper volumes: the data (the lower layer), and a
-// copy's upper and work directories (overlayfs wants both on one
-// filesystem).
-const (
-	overlayLower = "d"
-	overlayUpper = "u"
-	overlayWork  = "w"
-)
-
-// forkOverlay is a fork's base, ready for its copies to mount.
+// forkOverlay is a fork's base, ready for its copies to mount. Each
+// service on it has a lower directory in the base (l-SERVICE) and, in
+// every copy's upper volume, an upper and a work directory (u-SERVICE,
+// w-SERVICE).
 type forkOverlay struct {
 	base    string // the base volume
 	baseDir string // its directory on the engine's host
-	target  string // where a copy's data volume is mounted
+	// targets: service → where a copy's container mounts its overlay:
+	// PostgreSQL's data volume, or forkDir for a service that starts from
+	// a captured file (services.Forker.ForkArgs: an RDB file).
+	targets map[string]string
 	// uppers: copy address → its upper volume's directory on the engine's
 	// host.
 	uppers map[string]string
@@ -79,113 +80,175 @@ type overlayProbe struct {
 	why   string
 }
 
-// overlayMount is a copy's data volume: an anonymous volume of the local
-// driver that mounts the base under the copy's upper layer.
-func (ov *forkOverlay) overlayMount(address string, labels map[string]string) mount.Mount {
+// mount is svc's overlay in the copy at address, when svc is on it: an
+// anonymous volume of the local driver that mounts the base's lower
+// directory under the copy's own upper one.
+func (ov *forkOverlay) mount(svc, address string, labels map[string]string) (mount.Mount, bool) {
+	if ov == nil {
+		return mount.Mount{}, false
+	}
+	target, ok := ov.targets[svc]
+	if !ok {
+		return mount.Mount{}, false
+	}
 	up := ov.uppers[address]
 	return mount.Mount{
 		Type:   mount.TypeVolume,
-		Target: ov.target,
+		Target: target,
 		VolumeOptions: &mount.VolumeOptions{Labels: labels, DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{
 			"type":   "overlay",
 			"device": "overlay",
 			"o": fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s",
-				path.Join(ov.baseDir, overlayLower), path.Join(up, overlayUpper), path.Join(up, overlayWork)),
+				path.Join(ov.baseDir, "l-"+svc), path.Join(up, "u-"+svc), path.Join(up, "w-"+svc)),
 		}}},
-	}
+	}, true
 }
 
 // prepareOverlay makes the fork's base and every copy's upper volume and
-// fills them with one short-lived container, the first time a copy asks
-// (the others wait for it); nil without an error when the copies cannot
-// use an overlay (they are filled one by one instead).
-func (p *Provider) prepareOverlay(ctx context.Context, b *build, image string, volumes []string, pgdata string) (*forkOverlay, error) {
+// fills them with one short-lived container, the first time a copy's
+// service asks (the others wait for it); nil without an error when the
+// copies cannot use an overlay (they are filled one by one instead).
+func (p *Provider) prepareOverlay(ctx context.Context, b *build) (*forkOverlay, error) {
 	from := b.fork
 	from.ovOnce.Do(func() {
-		from.ov, from.ovErr = p.makeOverlay(ctx, b, image, volumes, pgdata)
+		from.ov, from.ovErr = p.makeOverlay(ctx, b)
+		from.phase("overlay base made (%v, used: %v)", from.ovErr, from.ov != nil)
 	})
 	return from.ov, from.ovErr
 }
 
-func (p *Provider) makeOverlay(ctx context.Context, b *build, image string, volumes []string, pgdata string) (*forkOverlay, error) {
+func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, error) {
 	from := b.fork
-	srcVol := from.srcVolumes["postgres"]
-	if p.forkNoOverlay || srcVol == "" || len(volumes) != 1 || !below(pgdata, volumes[0]) || len(from.reqs) == 0 {
+	if p.forkNoOverlay || p.cfg.Storage != config.StorageVolume || len(from.reqs) == 0 {
 		return nil, nil
 	}
-	if ok, _ := p.overlayWorks(ctx, b, image); !ok {
+	ov := &forkOverlay{targets: map[string]string{}, uppers: map[string]string{}}
+	helper := "" // the image the fill container runs: one of the copies'
+	pgRel := ""
+	// PostgreSQL's data directory, when one volume of the image holds it
+	// (the images' layout), is mounted over the whole volume.
+	if _, ok := from.copies["postgres"]; ok && from.srcVolumes["postgres"] != "" {
+		ref := b.images["postgres"].Ref
+		ii, err := p.inspectImage(ctx, "postgres", ref)
+		if err != nil {
+			return nil, err
+		}
+		pgdata := imageEnv(ii, "PGDATA")
+		if pgdata == "" {
+			pgdata = defaultPGDATA
+		}
+		if _, vols := dataMounts(ii, pgdata, p.cfg.Storage); len(vols) == 1 && below(pgdata, vols[0]) {
+			ov.targets["postgres"] = vols[0]
+			pgRel = strings.TrimPrefix(strings.TrimPrefix(path.Clean(pgdata), path.Clean(vols[0])), "/")
+			helper = ref
+		}
+	}
+	// A service that starts from a captured file reads it from forkDir,
+	// and writes its own saves there. The file is streamed once out of
+	// the source's container into the base (it may lie on a tmpfs no
+	// other container sees), not once per copy.
+	for _, svc := range slices.Sorted(maps.Keys(from.copies)) {
+		s, ok := services.Lookup(svc)
+		f, isForker := s.(services.Forker)
+		if !ok || !isForker || f.ForkArgs(forkDir, from.copies[svc]) == nil {
+			continue
+		}
+		ov.targets[svc] = forkDir
+		if helper == "" {
+			helper = b.images[svc].Ref
+		}
+	}
+	if len(ov.targets) == 0 {
 		return nil, nil
 	}
-	rel := strings.TrimPrefix(strings.TrimPrefix(path.Clean(pgdata), path.Clean(volumes[0])), "/")
+	if ok, _ := p.overlayWorks(ctx, b, helper); !ok {
+		return nil, nil
+	}
 	suffix, err := randomHex(6)
 	if err != nil {
 		return nil, err
 	}
-	base := instanceName(b.req.Lineage, "fork", 0) + "-base-" + suffix
-	ov := &forkOverlay{base: base, target: volumes[0], uppers: map[string]string{}}
+	ov.base = instanceName(b.req.Lineage, "fork", 0) + "-base-" + suffix
 	from.ovCleanup = func(ctx context.Context) error { return p.removeOverlay(ctx, ov) }
 	// The uppers first, then the base: a base no upper names is an
 	// orphan (ListManaged).
 	var upperNames []string
 	for _, req := range from.reqs {
 		labels := instanceLabels(req.Address, req.Lineage, req.Generation)
-		labels[LabelForkUpper] = base
-		name := containerName(req.Lineage, req.Address, req.Generation, "postgres") + "-upper-" + suffix
+		labels[LabelForkUpper] = ov.base
+		name := instanceName(req.Lineage, req.Address, req.Generation) + "-upper-" + suffix
 		v, err := p.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels})
 		if err != nil {
 			return nil, p.engineErr("create the upper volume of "+req.Address, err)
 		}
+		if v.Mountpoint == "" {
+			return nil, errors.New("the engine did not say where volume " + name + " is")
+		}
 		ov.uppers[req.Address] = v.Mountpoint
 		upperNames = append(upperNames, name)
 	}
-	v, err := p.cli.VolumeCreate(ctx, volume.CreateOptions{Name: base, Driver: "local", Labels: map[string]string{
+	v, err := p.cli.VolumeCreate(ctx, volume.CreateOptions{Name: ov.base, Driver: "local", Labels: map[string]string{
 		LabelManaged: "true", LabelLineage: b.req.Lineage, LabelForkBase: "true"}})
 	if err != nil {
 		return nil, p.engineErr("create the fork's base volume", err)
 	}
-	ov.baseDir = v.Mountpoint
-	if ov.baseDir == "" || slices.Contains(slices.Collect(maps.Values(ov.uppers)), "") {
-		return nil, errors.New("the engine did not say where the fork's volumes are")
+	if ov.baseDir = v.Mountpoint; ov.baseDir == "" {
+		return nil, errors.New("the engine did not say where the fork's base volume is")
 	}
 
-	// One container: the stage into the base's lower directory (cp -a as
-	// root keeps every owner and mode), its ForkFilled marker, the
-	// directories above the data directory owned by the server's user
-	// (the image's layout), and each upper's two directories, the upper
-	// owned and moded as the lower's top (overlayfs gives the merged top
-	// the upper's).
-	mounts := []mount.Mount{
-		{Type: mount.TypeVolume, Source: srcVol, Target: fillSrcMount, ReadOnly: true},
-		{Type: mount.TypeVolume, Source: base, Target: fillDstMount},
+	// One container, as root (cp -a keeps every owner and mode): each
+	// service's capture into its lower directory; for PostgreSQL, its
+	// ForkFilled marker and the directories above the data directory
+	// owned by the server's user (the image's layout); then in each
+	// upper volume, each service's upper and work directories, the upper
+	// owned (and, for PostgreSQL, moded) as its lower's top: overlayfs
+	// gives the merged top the upper's. Only sh, cp -a, mkdir, chown,
+	// chmod and stat -c: GNU's or busybox's.
+	mounts := []mount.Mount{{Type: mount.TypeVolume, Source: ov.base, Target: fillDstMount}}
+	var sh, ups strings.Builder
+	sh.WriteString("set -e\n")
+	var streamed []string // file services, copied into the helper before it starts
+	for _, svc := range slices.Sorted(maps.Keys(ov.targets)) {
+		lower := path.Join(fillDstMount, "l-"+svc)
+		up, work := `"$up"/`+shq("u-"+svc), `"$up"/`+shq("w-"+svc)
+		if svc == "postgres" {
+			srcMount := path.Join(fillSrcMount, svc)
+			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: from.srcVolumes[svc], Target: srcMount, ReadOnly: true})
+			src := path.Join(srcMount, from.srcRels[svc])
+			data := path.Join(lower, pgRel)
+			fmt.Fprintf(&sh, "mkdir -p %[2]s\ncp -a %[1]s/. %[2]s/\ntouch %[2]s/%[3]s\nchown \"$(stat -c %%u:%%g %[2]s)\" %[2]s/%[3]s\n",
+				shq(src), shq(data), pgsvc.ForkFilled)
+			fmt.Fprintf(&sh, "d=%s\nwhile [ \"$d\" != %s ]; do d=$(dirname \"$d\"); chown \"$(stat -c %%u:%%g %s)\" \"$d\"; done\n",
+				shq(data), shq(lower), shq(data))
+			fmt.Fprintf(&ups, "\tmkdir %[1]s %[2]s\n\tchown \"$(stat -c %%u:%%g %[3]s)\" %[1]s\n\tchmod \"$(stat -c %%a %[3]s)\" %[1]s\n", up, work, shq(lower))
+			continue
+		}
+		streamed = append(streamed, svc)
+		file := path.Join(lower, path.Base(from.copies[svc].Path))
+		fmt.Fprintf(&sh, "chown \"$(stat -c %%u:%%g %[1]s)\" %[2]s\n", shq(file), shq(lower))
+		// A /tmp-like top: the server's user owns it and writes there.
+		fmt.Fprintf(&ups, "\tmkdir %[1]s %[2]s\n\tchown \"$(stat -c %%u:%%g %[3]s)\" %[1]s\n\tchmod 1777 %[1]s\n", up, work, shq(lower))
 	}
 	for i, name := range upperNames {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: name, Target: fmt.Sprintf("/sbx-fork-up/%d", i)})
 	}
-	lower := path.Join(fillDstMount, overlayLower)
-	script := `set -e
-src=$1 lower=$2 data=$3
-mkdir -p "$data"
-cp -a "$src/." "$data/"
-touch "$data/` + pgsvc.ForkFilled + `"
-chown --reference="$data" "$data/` + pgsvc.ForkFilled + `"
-d=$data
-while [ "$d" != "$lower" ]; do d=$(dirname "$d"); chown --reference="$data" "$d"; done
-for up in /sbx-fork-up/*; do
-	mkdir "$up/` + overlayUpper + `" "$up/` + overlayWork + `"
-	chown --reference="$lower" "$up/` + overlayUpper + `"
-	chmod --reference="$lower" "$up/` + overlayUpper + `"
-done`
-	if rel != "" {
-		// The volume's top is the image's directory above the data
-		// directory: owned by the server's user, as in the source.
-		script = strings.Replace(script, `chown --reference="$data" "$lower"`, `chown --reference="$src/.." "$lower" 2>/dev/null || chown --reference="$data" "$lower"`, 1)
+	fmt.Fprintf(&sh, "for up in /sbx-fork-up/*; do\n%sdone\n", ups.String())
+	stream := func(ctx context.Context, id string) error {
+		for _, svc := range streamed {
+			if err := p.streamForkedInto(ctx, from, svc, id, fillDstMount, "l-"+svc); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	if err := p.runHelper(ctx, b, image, "0:0", []string{"/bin/sh", "-c", script, "fill",
-		path.Join(fillSrcMount, from.srcRels["postgres"]), lower, path.Join(lower, rel)}, mounts); err != nil {
+	if err := p.runHelper(ctx, b, helper, "0:0", []string{"/bin/sh", "-c", sh.String()}, mounts, stream); err != nil {
 		return nil, fmt.Errorf("fill the fork's base: %w", err)
 	}
 	return ov, nil
 }
+
+// shq quotes s for sh.
+func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // removeOverlay removes what makeOverlay made: the uppers (unless a copy
 // that still exists uses one: DeleteManaged's check) and the base once
@@ -271,15 +334,17 @@ func (p *Provider) probeOverlay(ctx context.Context, b *build, image string) err
 	m := mount.Mount{Type: mount.TypeVolume, Target: "/probe", VolumeOptions: &mount.VolumeOptions{Labels: labels,
 		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "overlay", "device": "overlay",
 			"o": fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", dirs[0], dirs[1], dirs[2])}}}}
-	return p.runHelper(ctx, b, image, "0:0", []string{"/bin/sh", "-c", "touch /probe/ok", "probe"}, []mount.Mount{m})
+	return p.runHelper(ctx, b, image, "0:0", []string{"/bin/sh", "-c", "touch /probe/ok", "probe"}, []mount.Mount{m}, nil)
 }
 
 // runHelper runs a short-lived container of image as user with
 // entrypoint and mounts, no network, and waits for it to exit 0; it is
 // removed (with its anonymous volumes) whatever happens. It carries the
 // instance's labels (and LabelForkFill), so a killed process's is swept
-// with the instance.
-func (p *Provider) runHelper(ctx context.Context, b *build, image, user string, entrypoint []string, mounts []mount.Mount) error {
+// with the instance. prepare, when not nil, is given the created
+// container before it starts.
+func (p *Provider) runHelper(ctx context.Context, b *build, image, user string, entrypoint []string, mounts []mount.Mount,
+	prepare func(ctx context.Context, id string) error) error {
 	labels := instanceLabels(b.req.Address, b.req.Lineage, b.req.Generation)
 	labels[LabelForkFill] = "true"
 	cfg := &container.Config{Image: image, User: user, Entrypoint: entrypoint, Labels: labels}
@@ -295,6 +360,11 @@ func (p *Provider) runHelper(ctx context.Context, b *build, image, user string, 
 		defer cancel()
 		_ = p.cli.ContainerRemove(rctx, resp.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	}()
+	if prepare != nil {
+		if err := prepare(ctx, resp.ID); err != nil {
+			return err
+		}
+	}
 	waitC, errC := p.cli.ContainerWait(ctx, resp.ID, container.WaitConditionNextExit)
 	if err := p.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		return p.engineErr("start a helper container", err)
@@ -318,4 +388,61 @@ func randomHex(n int) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// streamForkedInto streams svc's captured file out of the source's
+// container into dir/sub of container id (created, not started; dir may
+// be a volume's mount point), as a tar stream rewritten to put it under
+// sub.
+func (p *Provider) streamForkedInto(ctx context.Context, from *forkFrom, svc, id, dir, sub string) error {
+	c, ok := from.copies[svc]
+	if !ok {
+		return fmt.Errorf("no captured data for %s", svc)
+	}
+	s, ok := services.Lookup(svc)
+	if !ok {
+		return fmt.Errorf("service %s is not supported by the docker provider", svc)
+	}
+	out, outW := io.Pipe()
+	go func() {
+		err := p.execIn(ctx, from.src[svc], s.Account(), []string{"tar", "-c", "-f", "-", "-C", path.Dir(c.Path), path.Base(c.Path)}, outW)
+		outW.CloseWithError(err)
+	}()
+	in, inW := io.Pipe()
+	go func() { inW.CloseWithError(prefixTar(inW, out, sub)) }()
+	err := p.cli.CopyToContainer(ctx, id, dir, in, container.CopyToContainerOptions{})
+	in.CloseWithError(io.ErrClosedPipe)
+	out.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return p.engineErr("copy the captured "+svc+" data into container "+shortID(id), err)
+	}
+	return nil
+}
+
+// prefixTar copies the tar stream src to dst with every entry under dir
+// (a directory entry first).
+func prefixTar(dst io.Writer, src io.Reader, dir string) error {
+	tr, tw := tar.NewReader(src), tar.NewWriter(dst)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755}); err != nil {
+		return err
+	}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return tw.Close()
+		}
+		if err != nil {
+			return err
+		}
+		h.Name = path.Join(dir, h.Name)
+		if h.Typeflag == tar.TypeDir {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
 }

@@ -3,8 +3,10 @@ package docker
 import (
 	"context"
 	"fmt"
+	"github.com/docker/docker/api/types/mount"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/docker/go-connections/nat"
 
@@ -79,6 +81,19 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 	if err != nil {
 		return err
 	}
+	onOverlay := false
+	if forker != nil {
+		// The captured file on the fork's overlay (forkoverlay.go), in
+		// place when the container starts; else copied in below.
+		ov, err := p.prepareOverlay(ctx, b)
+		if err != nil {
+			return err
+		}
+		var m mount.Mount
+		if m, onOverlay = ov.mount(svc, b.req.Address, serviceLabels(b.req.Address, b.req.Lineage, b.req.Generation, svc)); onOverlay {
+			spec.Mounts = append(spec.Mounts, m)
+		}
+	}
 	id, name, err := p.createContainer(ctx, b, spec)
 	if err != nil {
 		return err
@@ -87,9 +102,16 @@ func (p *Provider) startService(ctx context.Context, b *build, s services.Servic
 		return fmt.Errorf("copy files into %s: %w", name, err)
 	}
 	if forker != nil {
-		if err := p.copyForked(ctx, b.fork, svc, id); err != nil {
-			return err
+		how := fillOverlay
+		if !onOverlay {
+			t := time.Now()
+			if err := p.copyForked(ctx, b.fork, svc, id); err != nil {
+				return err
+			}
+			b.fork.phase("%s's data into %s in %.2fs", svc, name, time.Since(t).Seconds())
+			how = fillStream
 		}
+		b.fork.noteFill(svc, how)
 	}
 	if c.Port, err = p.startContainer(ctx, b, svc, id, name, port); err != nil {
 		return err

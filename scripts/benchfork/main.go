@@ -79,7 +79,7 @@ sandbox "agent" {
 			return nil, fmt.Errorf("%v: %v: %s", args, err, stderr.String())
 		}
 		for _, l := range strings.Split(stderr.String(), "\n") {
-			if strings.Contains(l, " captured by ") {
+			if strings.Contains(l, " captured by ") || strings.HasPrefix(l, "sandboxer: fork: ") {
 				holds = append(holds, l)
 			}
 		}
