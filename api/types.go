@@ -88,7 +88,10 @@ type ForkResult struct {
 	Sandboxes []Sandbox `json:"sandboxes"`
 	// Methods is how each service's data was captured, service →
 	// "reflink", "memory", "copy" (PostgreSQL's data directory) or
-	// "rdb" (Redis's and Valkey's fork-time save).
+	// "rdb" (Redis's and Valkey's fork-time save), then, after a "+",
+	// how the copies got it where the runtime says: "overlay" (one copy
+	// shared under an overlay each), "volume" (copied volume to volume),
+	// "stream" (streamed into each copy).
 	Methods map[string]string `json:"methods"`
 	// Bytes is the size of the source's data, every service together.
 	Bytes int64 `json:"bytes"`

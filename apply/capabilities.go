@@ -125,7 +125,9 @@ type Forker interface {
 type Forked struct {
 	Created []*Created
 	// Methods is how each service's data was captured (e.g. "reflink",
-	// "memory", "copy", "rdb"), service → method.
+	// "memory", "copy", "rdb"), service → method, and, after a "+", how
+	// the copies got it where the runtime says ("overlay", "volume",
+	// "stream").
 	Methods map[string]string
 	// Bytes is the size of the captured data, all services together.
 	Bytes int64

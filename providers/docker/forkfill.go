@@ -13,10 +13,13 @@ import (
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 )
 
-// How a copy's PostgreSQL data directory is filled from the capture's
-// stage (fork.go), reported after the capture's method in
-// apply.Forked.Methods ("copy+volume", "memory+stream"):
+// How a copy's data is filled from the capture's stage (fork.go),
+// reported after the capture's method in apply.Forked.Methods
+// ("copy+overlay", "copy+volume", "memory+stream", "rdb+overlay"):
 //
+//   - fillOverlay (forkoverlay.go): with volume storage on an engine
+//     that mounts overlayfs volumes, the stage copied once into a base
+//     the copies share under an overlay each; nothing per copy.
 //   - fillVolume: the stage lies on the source's data volume and the
 //     copy's data directory on its own volume, so a short-lived
 //     container of the same image mounts both (the source's read-only)
@@ -24,7 +27,8 @@ import (
 //     goes through this process or the engine's API.
 //   - fillStream: otherwise (a tmpfs, which no other container sees)
 //     a tar stream out of an exec in the source, into an exec in the
-//     copy, through this process.
+//     copy (PostgreSQL's) or the copy's created container (a captured
+//     file), through this process.
 const (
 	fillVolume = "volume"
 	fillStream = "stream"
