@@ -6,8 +6,8 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 
+	"github.com/sandboxer/sandboxer/internal/shellquote"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -27,7 +27,7 @@ func EnvVars(w, mask io.Writer, vars []state.EnvVar, format string) error {
 	switch format {
 	case "shell":
 		for _, v := range vars {
-			fmt.Fprintf(w, "export %s=%s\n", v.Name, shellQuote(v.Value))
+			fmt.Fprintf(w, "export %s=%s\n", v.Name, shellquote.Quote(v.Value))
 		}
 	case "dotenv":
 		for _, v := range vars {
@@ -56,15 +56,10 @@ func EnvVars(w, mask io.Writer, vars []state.EnvVar, format string) error {
 	return nil
 }
 
-// shellQuote wraps s in single quotes, safe to eval in POSIX shells.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // ShellExports prints a request's variables (name → value) as POSIX shell
 // exports, sorted by name as Env prints a record's.
 func ShellExports(w io.Writer, env map[string]string) {
 	for _, name := range slices.Sorted(maps.Keys(env)) {
-		fmt.Fprintf(w, "export %s=%s\n", name, shellQuote(env[name]))
+		fmt.Fprintf(w, "export %s=%s\n", name, shellquote.Quote(env[name]))
 	}
 }

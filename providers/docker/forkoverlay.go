@@ -21,6 +21,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/sandboxer/sandboxer/config"
+	"github.com/sandboxer/sandboxer/internal/shellquote"
 	"github.com/sandboxer/sandboxer/services"
 	pgsvc "github.com/sandboxer/sandboxer/services/postgres"
 )
@@ -210,24 +211,24 @@ func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, err
 	var streamed []string // file services, copied into the helper before it starts
 	for _, svc := range slices.Sorted(maps.Keys(ov.targets)) {
 		lower := path.Join(fillDstMount, "l-"+svc)
-		up, work := `"$up"/`+shq("u-"+svc), `"$up"/`+shq("w-"+svc)
+		up, work := `"$up"/`+shellquote.Quote("u-"+svc), `"$up"/`+shellquote.Quote("w-"+svc)
 		if svc == "postgres" {
 			srcMount := path.Join(fillSrcMount, svc)
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: from.srcVolumes[svc], Target: srcMount, ReadOnly: true})
 			src := path.Join(srcMount, from.srcRels[svc])
 			data := path.Join(lower, pgRel)
 			fmt.Fprintf(&sh, "mkdir -p %[2]s\ncp -a %[1]s/. %[2]s/\ntouch %[2]s/%[3]s\nchown \"$(stat -c %%u:%%g %[2]s)\" %[2]s/%[3]s\n",
-				shq(src), shq(data), pgsvc.ForkFilled)
+				shellquote.Quote(src), shellquote.Quote(data), pgsvc.ForkFilled)
 			fmt.Fprintf(&sh, "d=%s\nwhile [ \"$d\" != %s ]; do d=$(dirname \"$d\"); chown \"$(stat -c %%u:%%g %s)\" \"$d\"; done\n",
-				shq(data), shq(lower), shq(data))
-			fmt.Fprintf(&ups, "\tmkdir %[1]s %[2]s\n\tchown \"$(stat -c %%u:%%g %[3]s)\" %[1]s\n\tchmod \"$(stat -c %%a %[3]s)\" %[1]s\n", up, work, shq(lower))
+				shellquote.Quote(data), shellquote.Quote(lower), shellquote.Quote(data))
+			fmt.Fprintf(&ups, "\tmkdir %[1]s %[2]s\n\tchown \"$(stat -c %%u:%%g %[3]s)\" %[1]s\n\tchmod \"$(stat -c %%a %[3]s)\" %[1]s\n", up, work, shellquote.Quote(lower))
 			continue
 		}
 		streamed = append(streamed, svc)
 		file := path.Join(lower, path.Base(from.copies[svc].Path))
-		fmt.Fprintf(&sh, "chown \"$(stat -c %%u:%%g %[1]s)\" %[2]s\n", shq(file), shq(lower))
+		fmt.Fprintf(&sh, "chown \"$(stat -c %%u:%%g %[1]s)\" %[2]s\n", shellquote.Quote(file), shellquote.Quote(lower))
 		// A /tmp-like top: the server's user owns it and writes there.
-		fmt.Fprintf(&ups, "\tmkdir %[1]s %[2]s\n\tchown \"$(stat -c %%u:%%g %[3]s)\" %[1]s\n\tchmod 1777 %[1]s\n", up, work, shq(lower))
+		fmt.Fprintf(&ups, "\tmkdir %[1]s %[2]s\n\tchown \"$(stat -c %%u:%%g %[3]s)\" %[1]s\n\tchmod 1777 %[1]s\n", up, work, shellquote.Quote(lower))
 	}
 	for i, name := range upperNames {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: name, Target: fmt.Sprintf("/sbx-fork-up/%d", i)})
@@ -246,9 +247,6 @@ func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, err
 	}
 	return ov, nil
 }
-
-// shq quotes s for sh.
-func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // removeOverlay removes what makeOverlay made: the uppers (unless a copy
 // that still exists uses one: DeleteManaged's check) and the base once

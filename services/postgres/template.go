@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sandboxer/sandboxer/internal/shellquote"
 	"github.com/sandboxer/sandboxer/state"
 )
 
@@ -169,7 +170,7 @@ single() {
 	if ! postgres --single -j -D "$PGDATA"`)
 
 	for _, a := range serverArgs {
-		b.WriteString(" " + shellQuote(a))
+		b.WriteString(" " + shellquote.Quote(a))
 	}
 	b.WriteString(` "$1" < "$2" > /tmp/sandboxer-single.log 2>&1; then
 		cat /tmp/sandboxer-single.log >&2
@@ -185,7 +186,7 @@ single() {
 }
 `)
 	for i, s := range sessions {
-		fmt.Fprintf(&b, "single %s %s\n", shellQuote(s.Database), shellQuote(sessionFiles[i]))
+		fmt.Fprintf(&b, "single %s %s\n", shellquote.Quote(s.Database), shellquote.Quote(sessionFiles[i]))
 	}
 	b.WriteString(done)
 	b.WriteString("rm -f /tmp/sandboxer-single.log\nexec \"$@\"\n")
@@ -205,9 +206,4 @@ func SingleUserArgs(cmd []string) []string {
 		out = append(out, cmd[i], cmd[i+1])
 	}
 	return out
-}
-
-// shellQuote quotes s for sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
