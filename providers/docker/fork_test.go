@@ -367,3 +367,74 @@ func TestForkTLS(t *testing.T) {
 		t.Errorf("the copy's redis over TLS: %q, %v", v, err)
 	}
 }
+
+// TestForkOfAFork forks a copy that lives on an overlay: its data
+// volume is the overlay, which the next fork's base copies through the
+// merged view. The grandchild has the copy's own write and the source's
+// rows, not a write the source made after the first fork; the middle
+// copy deleted first (its fork's base goes with it), the grandchild,
+// on a base of its own, still serves; with both gone no fork volume
+// is left.
+func TestForkOfAFork(t *testing.T) {
+	p, _ := newTestProvider(t)
+	p.cfg.Storage = config.StorageVolume
+	lineage := newLineage(t, p)
+	ctx := context.Background()
+	src, srcConn := forkSource(ctx, t, p, lineage, config.Publish{})
+
+	first, err := p.Fork(ctx, src, forkReqs(lineage, src, 1))
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	mid := recordFor(forkReqs(lineage, src, 1)[0], first.Created[0])
+	t.Cleanup(func() { _ = p.Delete(context.Background(), mid) })
+	if _, err := pgConn(ctx, t, mid.Credentials["postgres"]).Exec(ctx, `INSERT INTO rows (v) VALUES ('middle')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srcConn.Exec(ctx, `INSERT INTO rows (v) VALUES ('source, later')`); err != nil {
+		t.Fatal(err)
+	}
+
+	req := apply.CreateRequest{Address: `sandbox.fk["grandchild"]`, Lineage: lineage, Generation: 1,
+		Features: mid.Features, Database: mid.Credentials["postgres"].Database, Publish: config.DefaultPublish()}
+	second, err := p.Fork(ctx, mid, []apply.CreateRequest{req})
+	if err != nil {
+		t.Fatalf("Fork of the copy: %v", err)
+	}
+	if m := second.Methods["postgres"]; m != first.Methods["postgres"] {
+		t.Errorf("the copy forked by %q, the source by %q", m, first.Methods["postgres"])
+	}
+	grand := recordFor(req, second.Created[0])
+	t.Cleanup(func() { _ = p.Delete(context.Background(), grand) })
+
+	if err := p.Delete(ctx, mid); err != nil {
+		t.Fatalf("delete the middle copy: %v", err)
+	}
+	conn := pgConn(ctx, t, grand.Credentials["postgres"])
+	var all, middle, later int64
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE v = 'middle'), count(*) FILTER (WHERE v = 'source, later') FROM rows`).Scan(&all, &middle, &later); err != nil {
+		t.Fatalf("the grandchild, its parent gone: %v", err)
+	}
+	if all != 1001 || middle != 1 || later != 0 {
+		t.Errorf("the grandchild has %d rows, %d of the middle copy's, %d the source wrote later; want 1001, 1, 0", all, middle, later)
+	}
+	rc := grand.Credentials["redis"]
+	rdb := redissvc.Client(rc.Host, rc.Port, rc.User, rc.Password, nil)
+	defer rdb.Close()
+	if v, err := rdb.Get(ctx, "keep").Result(); err != nil || v != "forever" {
+		t.Errorf("the grandchild's redis: keep = %q, %v", v, err)
+	}
+
+	if err := p.Delete(ctx, grand); err != nil {
+		t.Fatalf("delete the grandchild: %v", err)
+	}
+	vs, err := p.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelLineage+"="+lineage))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs.Volumes {
+		if v.Labels[LabelForkBase] != "" || v.Labels[LabelForkUpper] != "" {
+			t.Errorf("fork volume %s left after both copies were deleted", v.Name)
+		}
+	}
+}

@@ -125,7 +125,10 @@ func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, err
 	}
 	ov := &forkOverlay{targets: map[string]string{}, uppers: map[string]string{}}
 	helper := "" // the image the fill container runs: one of the copies'
-	pgRel := ""
+	// dataDirs: the services whose data directory is mounted whole (the
+	// data volume of PostgreSQL's image), service → the data directory's
+	// path inside the volume.
+	dataDirs := map[string]string{}
 	// PostgreSQL's data directory, when one volume of the image holds it
 	// (the images' layout), is mounted over the whole volume.
 	if _, ok := from.copies["postgres"]; ok && from.srcVolumes["postgres"] != "" {
@@ -140,7 +143,7 @@ func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, err
 		}
 		if _, vols := dataMounts(ii, pgdata, p.cfg.Storage); len(vols) == 1 && below(pgdata, vols[0]) {
 			ov.targets["postgres"] = vols[0]
-			pgRel = strings.TrimPrefix(strings.TrimPrefix(path.Clean(pgdata), path.Clean(vols[0])), "/")
+			dataDirs["postgres"] = strings.TrimPrefix(strings.TrimPrefix(path.Clean(pgdata), path.Clean(vols[0])), "/")
 			helper = ref
 		}
 	}
@@ -212,11 +215,11 @@ func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, err
 	for _, svc := range slices.Sorted(maps.Keys(ov.targets)) {
 		lower := path.Join(fillDstMount, "l-"+svc)
 		up, work := `"$up"/`+shellquote.Quote("u-"+svc), `"$up"/`+shellquote.Quote("w-"+svc)
-		if svc == "postgres" {
+		if rel, ok := dataDirs[svc]; ok {
 			srcMount := path.Join(fillSrcMount, svc)
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: from.srcVolumes[svc], Target: srcMount, ReadOnly: true})
 			src := path.Join(srcMount, from.srcRels[svc])
-			data := path.Join(lower, pgRel)
+			data := path.Join(lower, rel)
 			fmt.Fprintf(&sh, "mkdir -p %[2]s\ncp -a %[1]s/. %[2]s/\ntouch %[2]s/%[3]s\nchown \"$(stat -c %%u:%%g %[2]s)\" %[2]s/%[3]s\n",
 				shellquote.Quote(src), shellquote.Quote(data), pgsvc.ForkFilled)
 			fmt.Fprintf(&sh, "d=%s\nwhile [ \"$d\" != %s ]; do d=$(dirname \"$d\"); chown \"$(stat -c %%u:%%g %s)\" \"$d\"; done\n",
