@@ -343,6 +343,11 @@ func cmdSweepLineage(ts *testscript.TestScript, neg bool, args []string) {
 		if ids, err := exec.Command("docker", "network", "ls", "-q", "--filter", filter).Output(); err == nil && len(bytes.TrimSpace(ids)) > 0 {
 			_ = exec.Command("docker", append([]string{"network", "rm"}, strings.Fields(string(ids))...)...).Run()
 		}
+		// Named volumes (a fork's base and its copies' uppers) outlive
+		// their containers when a scenario fails midway.
+		if ids, err := exec.Command("docker", "volume", "ls", "-q", "--filter", filter).Output(); err == nil && len(bytes.TrimSpace(ids)) > 0 {
+			_ = exec.Command("docker", append([]string{"volume", "rm", "-f"}, strings.Fields(string(ids))...)...).Run()
+		}
 	})
 }
 
