@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/jackc/pgx/v5"
 
@@ -436,5 +439,44 @@ func TestForkOfAFork(t *testing.T) {
 		if v.Labels[LabelForkBase] != "" || v.Labels[LabelForkUpper] != "" {
 			t.Errorf("fork volume %s left after both copies were deleted", v.Name)
 		}
+	}
+}
+
+// A fork killed while its helper container ran leaves the helper (it
+// carries one copy's labels) mounting volumes of other copies: reap
+// removes each copy's orphans in turn, so a volume's removal may come
+// first. It removes the helper then, rather than failing "in use".
+func TestRemoveVolumeHeldByAHelper(t *testing.T) {
+	p, _ := newTestProvider(t)
+	lineage := newLineage(t, p)
+	ctx := context.Background()
+	name := instanceName(lineage, `sandbox.fk["a"]`, 1) + "-upper-test"
+	if _, err := p.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local",
+		Labels: instanceLabels(`sandbox.fk["a"]`, lineage, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cli.VolumeRemove(context.Background(), name, true) })
+	labels := instanceLabels(`sandbox.fk["b"]`, lineage, 1)
+	labels[LabelForkFill] = "true"
+	resp, err := p.cli.ContainerCreate(ctx, &container.Config{Image: "sandboxer.local/redis:7", Entrypoint: []string{"sleep", "600"}, Labels: labels},
+		&container.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/held"}}}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cli.ContainerRemove(context.Background(), resp.ID, container.RemoveOptions{Force: true}) })
+	if err := p.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cli.VolumeRemove(ctx, name, true); !cerrdefs.IsConflict(err) {
+		t.Fatalf("the engine removed a volume in use (%v): the test proves nothing", err)
+	}
+	if err := p.DeleteManaged(ctx, []Managed{{Kind: KindVolume, ID: name, Name: name}}); err != nil {
+		t.Fatalf("DeleteManaged: %v", err)
+	}
+	if _, err := p.cli.VolumeInspect(ctx, name); !cerrdefs.IsNotFound(err) {
+		t.Errorf("the volume is still there (%v)", err)
+	}
+	if _, err := p.cli.ContainerInspect(ctx, resp.ID); !cerrdefs.IsNotFound(err) {
+		t.Errorf("the helper is still there (%v)", err)
 	}
 }

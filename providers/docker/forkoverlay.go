@@ -311,9 +311,10 @@ func (p *Provider) probeOverlay(ctx context.Context, b *build, image string) err
 	if err != nil {
 		return err
 	}
-	// Labelled as the lineage's, without an address: what a killed
-	// process leaves is an orphan reap removes.
-	labels := map[string]string{LabelManaged: "true", LabelLineage: b.req.Lineage}
+	// Labelled as the copy's that runs the probe, as its helper container
+	// is: the copy's lock keeps reap away while it runs, and what a
+	// killed process leaves is that copy's orphans.
+	labels := instanceLabels(b.req.Address, b.req.Lineage, b.req.Generation)
 	var dirs []string
 	var names []string
 	defer func() {

@@ -243,6 +243,12 @@ func (p *Provider) removeVolume(ctx context.Context, name string) error {
 		return p.engineErr("inspect volume", err)
 	}
 	err = p.cli.VolumeRemove(ctx, name, true)
+	if cerrdefs.IsConflict(err) && p.removeHelpersOf(ctx, name) {
+		// In use by a fork's helper container that a killed process
+		// left (it mounts the base and every copy's upper, but carries
+		// one copy's labels): gone now, so the volume can go too.
+		err = p.cli.VolumeRemove(ctx, name, true)
+	}
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return p.engineErr("remove volume", err)
 	}
@@ -250,4 +256,19 @@ func (p *Provider) removeVolume(ctx context.Context, name string) error {
 		return p.removeForkBaseIfUnused(ctx, base)
 	}
 	return nil
+}
+
+// removeHelpersOf removes the fork helper containers (LabelForkFill,
+// short-lived by design) that mount volume name, and reports whether
+// there were any.
+func (p *Provider) removeHelpersOf(ctx context.Context, name string) bool {
+	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("volume", name), filters.Arg("label", LabelForkFill+"=true"))})
+	if err != nil || len(cs) == 0 {
+		return false
+	}
+	for _, c := range cs {
+		_ = p.removeContainer(ctx, c.ID)
+	}
+	return true
 }

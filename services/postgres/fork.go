@@ -157,6 +157,10 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 // SIGCONT, in nanoseconds counted in the kernel's 10 ms ticks), "steps
 // …" (the hold's parts, in milliseconds) and "resumed".
 //
+// sandboxer's own markers (ForkStarted, ForkFilled, TemplateMarker) are
+// not captured: a copy of a copy must set its own passwords, and its
+// start script skips that when it finds ForkStarted.
+//
 // Inside the hold it forks few processes, each a few milliseconds on a
 // loaded host: the process listing reads /proc with the shell's own
 // read, the second pass is one find and one tar pipe whatever the
@@ -214,9 +218,9 @@ find "$PGDATA" -maxdepth 0 -fprint /dev/null >/dev/null 2>&1 && cp --help 2>&1 |
 # GNU find it lists every file in $3 too.
 copy_changed() {
 	if [ -n "$gnu" ] && [ -n "$3" ]; then
-		find . -path './.sbx-*' -prune -o -type f -fprint "$3" \( -newer "$1" -o -cnewer "$1" \) ! -name postmaster.pid ! -name postmaster.opts -print > "$2" || return 1
+		find . -path './.sbx-*' -prune -o -type f -fprint "$3" \( -newer "$1" -o -cnewer "$1" \) ! -name postmaster.pid ! -name postmaster.opts ! -name ` + ForkStarted + ` ! -name ` + ForkFilled + ` ! -name ` + TemplateMarker + ` -print > "$2" || return 1
 	else
-		find . -path './.sbx-*' -prune -o -type f \( -newer "$1" -o -cnewer "$1" \) ! -name postmaster.pid ! -name postmaster.opts -print > "$2" || return 1
+		find . -path './.sbx-*' -prune -o -type f \( -newer "$1" -o -cnewer "$1" \) ! -name postmaster.pid ! -name postmaster.opts ! -name ` + ForkStarted + ` ! -name ` + ForkFilled + ` ! -name ` + TemplateMarker + ` -print > "$2" || return 1
 	fi
 	tick t2
 	[ -s "$2" ] || return 0
@@ -235,7 +239,7 @@ copy_changed() {
 touch "$since" || exit 1
 sleep 0.05
 for f in "$PGDATA"/*; do
-	case "${f##*/}" in postmaster.pid|postmaster.opts) continue ;; esac
+	case "${f##*/}" in postmaster.pid|postmaster.opts|` + ForkStarted + `|` + ForkFilled + `|` + TemplateMarker + `) continue ;; esac
 	cp -a $flag "$f" "$stage/" || exit 1
 done
 cd "$PGDATA" || exit 1
