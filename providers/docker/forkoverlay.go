@@ -48,9 +48,18 @@ import (
 //     removes the last upper that did. Uppers are made before their base,
 //     and none after, so "no upper names it" is final.
 //
-// Volume storage with one volume holding the data directory only (the
-// images' layout); anything else, or an engine that cannot mount
-// overlayfs, fills each copy as before (forkfill.go).
+// What goes on it, with volume storage: PostgreSQL's data directory when
+// one volume of the image holds it (the images' layout), copied from the
+// stage on the source's volume; and the captured file of every service
+// that starts from one (services.Forker.ForkArgs: Redis's and Valkey's
+// RDB), streamed once out of the source's container (it may lie on a
+// tmpfs) and mounted at forkDir. Anything else, tmpfs storage, or an
+// engine that cannot mount overlayfs, fills each copy as before
+// (forkfill.go).
+//
+// A fork's helper containers (the probe, the base's fill) carry one
+// copy's labels but may mount every copy's volumes: removeVolume removes
+// such a helper a killed process left before the volume it holds.
 const (
 	LabelForkBase  = "dev.sandboxer.fork-base"
 	LabelForkUpper = "dev.sandboxer.fork-upper"
