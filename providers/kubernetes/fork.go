@@ -110,6 +110,7 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 	if err != nil {
 		return nil, fmt.Errorf("fork %s: %w", src.Address, err)
 	}
+	pod = p.settledSource(ctx, pod, src)
 	images := map[string]string{}
 	fills := p.ForkFills
 	if fills <= 0 {
@@ -225,6 +226,40 @@ func (p *Provider) sourcePod(ctx context.Context, src *state.Record) (*corev1.Po
 		return nil, fmt.Errorf("its pod %s is being deleted: %w", name, apply.ErrNotFound)
 	}
 	return pod, nil
+}
+
+// sourceSettle bounds how long a fork waits for the API to report the
+// source's containers running (settledSource).
+const sourceSettle = 30 * time.Second
+
+// settledSource is pod once the API reports every container of src
+// running, or as it last was after sourceSettle or a failure. A source
+// answers at its pod IP before the kubelet's batched status update says
+// its containers run: a fork right after its create (a test, an agent
+// that prepares and forks at once) read "PodInitializing" and refused a
+// serving source as not running.
+func (p *Provider) settledSource(ctx context.Context, pod *corev1.Pod, src *state.Record) *corev1.Pod {
+	running := func(cur *corev1.Pod) bool {
+		for _, svc := range src.Services {
+			if !containerRunning(cur, src.Resources.Containers[svc]) {
+				return false
+			}
+		}
+		return true
+	}
+	if running(pod) || podFailure(pod) != nil {
+		return pod
+	}
+	wctx, cancel := context.WithTimeout(ctx, sourceSettle)
+	defer cancel()
+	_ = p.watchPod(wctx, pod.Name, "", func(cur *corev1.Pod) (bool, error) {
+		pod = cur
+		if err := podFailure(cur); err != nil {
+			return false, err
+		}
+		return running(cur), nil
+	})
+	return pod
 }
 
 // createCopy is Create of one copy of a fork: the copy starts from the
