@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -302,25 +300,7 @@ func (p *Provider) checkForkRoom(ctx context.Context, run services.Runner, bytes
 // see into a tmpfs, an exec does), into the engine's archive API of the
 // copy, which unpacks it into the copy's layer.
 func (p *Provider) copyForked(ctx context.Context, from *forkFrom, svc, id string) error {
-	c, ok := from.copies[svc]
-	if !ok {
-		return fmt.Errorf("no captured data for %s", svc)
-	}
-	s, ok := services.Lookup(svc)
-	if !ok {
-		return fmt.Errorf("service %s is not supported by the docker provider", svc)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		err := p.execIn(ctx, from.src[svc], s.Account(), []string{"tar", "-c", "-f", "-", "-C", path.Dir(c.Path), path.Base(c.Path)}, pw)
-		pw.CloseWithError(err)
-	}()
-	err := p.cli.CopyToContainer(ctx, id, forkDir, pr, container.CopyToContainerOptions{})
-	pr.CloseWithError(io.ErrClosedPipe)
-	if err != nil {
-		return p.engineErr("copy the captured "+svc+" data into container "+shortID(id), err)
-	}
-	return nil
+	return p.streamForkedInto(ctx, from, svc, id, forkDir, "")
 }
 
 // startPostgresFromFork starts a copy's PostgreSQL from the captured

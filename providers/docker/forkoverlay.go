@@ -403,8 +403,8 @@ func randomHex(n int) (string, error) {
 
 // streamForkedInto streams svc's captured file out of the source's
 // container into dir/sub of container id (created, not started; dir may
-// be a volume's mount point), as a tar stream rewritten to put it under
-// sub.
+// be a volume's mount point): a tar stream, rewritten to put it under sub
+// when sub is not "".
 func (p *Provider) streamForkedInto(ctx context.Context, from *forkFrom, svc, id, dir, sub string) error {
 	c, ok := from.copies[svc]
 	if !ok {
@@ -419,10 +419,14 @@ func (p *Provider) streamForkedInto(ctx context.Context, from *forkFrom, svc, id
 		err := p.execIn(ctx, from.src[svc], s.Account(), []string{"tar", "-c", "-f", "-", "-C", path.Dir(c.Path), path.Base(c.Path)}, outW)
 		outW.CloseWithError(err)
 	}()
-	in, inW := io.Pipe()
-	go func() { inW.CloseWithError(prefixTar(inW, out, sub)) }()
+	var in io.Reader = out
+	if sub != "" {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(prefixTar(pw, out, sub)) }()
+		defer pr.CloseWithError(io.ErrClosedPipe)
+		in = pr
+	}
 	err := p.cli.CopyToContainer(ctx, id, dir, in, container.CopyToContainerOptions{})
-	in.CloseWithError(io.ErrClosedPipe)
 	out.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		return p.engineErr("copy the captured "+svc+" data into container "+shortID(id), err)
