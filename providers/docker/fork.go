@@ -146,6 +146,18 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		fills: make(chan struct{}, p.fillSlots(ctx, len(reqs))), reqs: reqs,
 		began: began, debug: os.Getenv(debugForkEnv) != ""}
 	from.phase("sized, room checked, connected ahead")
+	// Whether the engine mounts overlays (forkoverlay.go) is learnt once
+	// per provider, beside the capture: it needs nothing of it. The probe
+	// carries the first copy's labels, as its helpers do.
+	if p.cfg.Storage == config.StorageVolume && !p.forkNoOverlay {
+		probed := make(chan struct{})
+		go func() {
+			defer close(probed)
+			p.overlayWorks(ctx, &build{req: reqs[0]}, images[parts[0].Svc])
+			from.phase("overlay probed")
+		}()
+		defer func() { <-probed }()
+	}
 	var mu sync.Mutex
 	// capture(i) captures parts[i:]: parts[i] holds its data still and,
 	// while it does, captures the rest. A later part's capture goes on

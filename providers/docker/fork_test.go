@@ -186,10 +186,15 @@ func TestForkWithWriter(t *testing.T) {
 			wantMethod := map[string]string{config.StorageVolume: "copy+volume", config.StorageTmpfs: "memory+stream"}[storage]
 			if storage == config.StorageVolume && !tc.noOverlay {
 				p.overlay.mu.Lock()
-				known, ok, why := p.overlay.known, p.overlay.ok, p.overlay.why
+				known, ok, move, why := p.overlay.known, p.overlay.ok, p.overlay.move, p.overlay.why
 				p.overlay.mu.Unlock()
 				if !known || !ok {
 					t.Errorf("the engine mounts no overlayfs volume (probed: %v): %s", known, why)
+				}
+				// And lets a helper bind the volumes' directory, so the
+				// stage is renamed into the base, not copied.
+				if !move {
+					t.Errorf("the probe found no rename from volume to volume")
 				}
 				wantMethod = "copy+overlay"
 			}

@@ -82,12 +82,48 @@ type forkOverlay struct {
 	uppers map[string]string
 }
 
-// overlayProbe is what the provider learnt of its engine's overlayfs.
+// overlayProbe is what the provider learnt of its engine's overlayfs,
+// and whether a helper may bind the directory that holds the volumes
+// (move: the stage is renamed into the base, not copied).
 type overlayProbe struct {
 	mu    sync.Mutex
 	known bool
 	ok    bool
+	move  bool
 	why   string
+}
+
+// volumesBind is where a helper that moves the stage mounts the engine
+// host's directory holding the volumes (volumesRoot).
+const volumesBind = "/sbx-volumes"
+
+// volumesRoot is the deepest directory of the engine's host that holds
+// every one of dirs (volumes' mount points), or "" when it is the root
+// or a path is not absolute: a helper binds it to rename within it.
+func volumesRoot(dirs ...string) string {
+	root := ""
+	for i, d := range dirs {
+		if !path.IsAbs(d) {
+			return ""
+		}
+		d = path.Clean(d)
+		if i == 0 {
+			root = d
+			continue
+		}
+		for root != "/" && d != root && !strings.HasPrefix(d, root+"/") {
+			root = path.Dir(root)
+		}
+	}
+	if root == "/" {
+		return ""
+	}
+	return root
+}
+
+// viaBind is host path p inside a helper that binds root at volumesBind.
+func viaBind(root, p string) string {
+	return path.Join(volumesBind, strings.TrimPrefix(path.Clean(p), root))
 }
 
 // mount is svc's overlay in the copy at address, when svc is on it: an
@@ -174,7 +210,8 @@ func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, err
 	if len(ov.targets) == 0 {
 		return nil, nil
 	}
-	if ok, _ := p.overlayWorks(ctx, b, helper); !ok {
+	ok, move := p.overlayWorks(ctx, b, helper)
+	if !ok {
 		return nil, nil
 	}
 	suffix, err := randomHex(6)
@@ -218,6 +255,30 @@ func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, err
 	// gives the merged top the upper's. Only sh, cp -a, mkdir, chown,
 	// chmod and stat -c: GNU's or busybox's.
 	mounts := []mount.Mount{{Type: mount.TypeVolume, Source: ov.base, Target: fillDstMount}}
+	// moves: service → its source volume's directory on the engine's
+	// host, for the services whose stage is renamed into the base through
+	// a bind of root, the directory holding them all (overlayWorks tells
+	// whether the engine allows the bind).
+	moves := map[string]string{}
+	root := ""
+	if move {
+		dirs := []string{ov.baseDir}
+		for svc := range dataDirs {
+			vi, err := p.cli.VolumeInspect(ctx, from.srcVolumes[svc])
+			if err != nil {
+				return nil, p.engineErr("inspect the "+svc+" volume of the fork's source", err)
+			}
+			if vi.Mountpoint != "" {
+				moves[svc] = vi.Mountpoint
+				dirs = append(dirs, vi.Mountpoint)
+			}
+		}
+		if root = volumesRoot(dirs...); root != "" && len(moves) > 0 {
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: root, Target: volumesBind})
+		} else {
+			clear(moves)
+		}
+	}
 	var sh, ups strings.Builder
 	sh.WriteString("set -e\n")
 	var streamed []string // file services, copied into the helper before it starts
@@ -229,8 +290,19 @@ func (p *Provider) makeOverlay(ctx context.Context, b *build) (*forkOverlay, err
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: from.srcVolumes[svc], Target: srcMount, ReadOnly: true})
 			src := path.Join(srcMount, from.srcRels[svc])
 			data := path.Join(lower, rel)
-			fmt.Fprintf(&sh, "mkdir -p %[2]s\ncp -a %[1]s/. %[2]s/\ntouch %[2]s/%[3]s\nchown \"$(stat -c %%u:%%g %[2]s)\" %[2]s/%[3]s\n",
-				shellquote.Quote(src), shellquote.Quote(data), pgsvc.ForkFilled)
+			// With the bind, the stage is renamed into the base: it is the
+			// fork's own copy, and the source's ForkClean finds it gone. A
+			// rename that cannot be (another filesystem) copies, as mv
+			// does; one that fails copies as without the bind.
+			if srcDir, ok := moves[svc]; ok {
+				mvFrom, mvTo := shellquote.Quote(viaBind(root, path.Join(srcDir, from.srcRels[svc]))), shellquote.Quote(viaBind(root, path.Join(ov.baseDir, "l-"+svc, rel)))
+				fmt.Fprintf(&sh, "mkdir -p \"$(dirname %[1]s)\"\nif ! mv %[2]s %[1]s; then\n", mvTo, mvFrom)
+			}
+			fmt.Fprintf(&sh, "mkdir -p %[2]s\ncp -a %[1]s/. %[2]s/\n", shellquote.Quote(src), shellquote.Quote(data))
+			if _, ok := moves[svc]; ok {
+				sh.WriteString("fi\n")
+			}
+			fmt.Fprintf(&sh, "touch %[1]s/%[2]s\nchown \"$(stat -c %%u:%%g %[1]s)\" %[1]s/%[2]s\n", shellquote.Quote(data), pgsvc.ForkFilled)
 			fmt.Fprintf(&sh, "d=%s\nwhile [ \"$d\" != %s ]; do d=$(dirname \"$d\"); chown \"$(stat -c %%u:%%g %s)\" \"$d\"; done\n",
 				shellquote.Quote(data), shellquote.Quote(lower), shellquote.Quote(data))
 			fmt.Fprintf(&ups, "\tmkdir %[1]s %[2]s\n\tchown \"$(stat -c %%u:%%g %[3]s)\" %[1]s\n\tchmod \"$(stat -c %%a %[3]s)\" %[1]s\n", up, work, shellquote.Quote(lower))
@@ -295,27 +367,37 @@ func (p *Provider) removeForkBaseIfUnused(ctx context.Context, base string) erro
 }
 
 // overlayWorks tells, once per provider, whether the engine's local
-// volume driver mounts overlayfs on its volumes' filesystem: a container
-// of image (any command) with an overlay volume over three throwaway
-// volumes. A rootless engine or a kernel without overlayfs says no.
-func (p *Provider) overlayWorks(ctx context.Context, b *build, image string) (bool, string) {
+// volume driver mounts overlayfs on its volumes' filesystem (ok), and
+// whether a helper may bind the directory holding the volumes to rename
+// between them (move): a container of image (any command) with an
+// overlay volume over three throwaway volumes that renames a file from a
+// fourth to a fifth; without the bind when that fails. A rootless engine
+// or a kernel without overlayfs says no to the overlay; an engine that
+// refuses the bind (Docker Desktop shares only some host paths) to the
+// move.
+func (p *Provider) overlayWorks(ctx context.Context, b *build, image string) (ok, move bool) {
 	p.overlay.mu.Lock()
 	defer p.overlay.mu.Unlock()
 	if p.overlay.known {
-		return p.overlay.ok, p.overlay.why
+		return p.overlay.ok, p.overlay.move
 	}
-	err := p.probeOverlay(ctx, b, image)
+	move = true
+	err := p.probeOverlay(ctx, b, image, true)
+	if err != nil && ctx.Err() == nil {
+		move = false
+		err = p.probeOverlay(ctx, b, image, false)
+	}
 	if ctx.Err() != nil {
-		return false, "cancelled" // not learnt: ask again next time
+		return false, false // not learnt: ask again next time
 	}
-	p.overlay.known, p.overlay.ok = true, err == nil
+	p.overlay.known, p.overlay.ok, p.overlay.move = true, err == nil, err == nil && move
 	if err != nil {
 		p.overlay.why = err.Error()
 	}
-	return p.overlay.ok, p.overlay.why
+	return p.overlay.ok, p.overlay.move
 }
 
-func (p *Provider) probeOverlay(ctx context.Context, b *build, image string) error {
+func (p *Provider) probeOverlay(ctx context.Context, b *build, image string, move bool) error {
 	suffix, err := randomHex(6)
 	if err != nil {
 		return err
@@ -333,7 +415,11 @@ func (p *Provider) probeOverlay(ctx context.Context, b *build, image string) err
 			_ = p.cli.VolumeRemove(rctx, n, true)
 		}
 	}()
-	for i := range 3 { // lower, upper, work
+	n := 3 // lower, upper, work
+	if move {
+		n = 5 // and a file's first and second volume
+	}
+	for i := range n {
 		name := fmt.Sprintf("%s-overlay-probe-%s-%d", instanceName(b.req.Lineage, "fork", 0), suffix, i)
 		v, err := p.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels})
 		if err != nil {
@@ -342,10 +428,20 @@ func (p *Provider) probeOverlay(ctx context.Context, b *build, image string) err
 		names = append(names, name)
 		dirs = append(dirs, v.Mountpoint)
 	}
-	m := mount.Mount{Type: mount.TypeVolume, Target: "/probe", VolumeOptions: &mount.VolumeOptions{Labels: labels,
+	mounts := []mount.Mount{{Type: mount.TypeVolume, Target: "/probe", VolumeOptions: &mount.VolumeOptions{Labels: labels,
 		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "overlay", "device": "overlay",
-			"o": fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", dirs[0], dirs[1], dirs[2])}}}}
-	return p.runHelper(ctx, b, image, "0:0", []string{"/bin/sh", "-c", "touch /probe/ok", "probe"}, []mount.Mount{m}, nil)
+			"o": fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", dirs[0], dirs[1], dirs[2])}}}}}
+	script := "touch /probe/ok"
+	if move {
+		root := volumesRoot(dirs...)
+		if root == "" {
+			return errors.New("the volumes have no common directory to bind")
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: root, Target: volumesBind})
+		from, to := shellquote.Quote(viaBind(root, dirs[3])+"/f"), shellquote.Quote(viaBind(root, dirs[4])+"/f")
+		script += " && touch " + from + " && mv " + from + " " + to + " && [ -e " + to + " ]"
+	}
+	return p.runHelper(ctx, b, image, "0:0", []string{"/bin/sh", "-c", script, "probe"}, mounts, nil)
 }
 
 // runHelper runs a short-lived container of image as user with

@@ -10,13 +10,15 @@
 //     answers pg_isready.
 //
 // The source is a postgres+redis on-demand sandbox holding -mib MiB
-// (nine tenths a PostgreSQL table, a tenth Redis keys). For each size
-// and count it prints the seconds of each side, the ratios fork/(a) and
-// fork/(b), the time per GiB and how long the source's writers were
-// held (the fork's held_ms; a writer on the source measures its own
-// longest wait too).
+// (nine tenths a PostgreSQL table, vacuumed once loaded unless
+// -settle=false, a tenth Redis keys). For each size and count it prints
+// the seconds of each side, the ratios fork/(a) and fork/(b), the time
+// per GiB, how long the source's writers were held (the fork's held_ms;
+// a writer committing an insert every -write-every on the source
+// measures its own longest wait too) and the host's CPU seconds during
+// the fork (-cpu: by command too).
 //
-// Usage: go run ./scripts/benchfork [-bin bin/sandboxer] [-mib 100,1024] [-count 1,10] [-skip-a] [-a-max 2]
+// Usage: go run ./scripts/benchfork [-bin bin/sandboxer] [-mib 100,1024] [-count 1,10] [-skip-a] [-a-max 2] [-settle=false] [-write-every 2ms] [-cpu]
 package main
 
 import (
@@ -28,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +47,9 @@ func main() {
 	skipA := flag.Bool("skip-a", false, "do not measure (a), snapshot + request + restore per copy (slow at 1 GiB)")
 	aMax := flag.Int("a-max", 0, "measure (a) only up to this many copies (0: all); above it, (a) is extrapolated from the rows measured at this size, (a)(1) + (N-1)·((a)(2)-(a)(1)), and marked ~")
 	storage := flag.String("storage", "volume", "PostgreSQL's storage: volume or tmpfs")
+	writeEvery := flag.Duration("write-every", 2*time.Millisecond, "the writer on the source commits an insert this often (as fast as it can with 0: it then takes a core from the fork, which (a) does not pay)")
+	settle := flag.Bool("settle", true, "vacuum the source's table once it is filled (without: the autovacuum rewrites the fresh table while the forks run)")
+	cpuBy := flag.Bool("cpu", false, "print where each fork's CPU time went, by command (host processes sampled every 100 ms)")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	check(err)
@@ -91,7 +97,7 @@ sandbox "agent" {
 			fmt.Fprintln(os.Stderr, "release:", err)
 		}
 	}
-	fmt.Printf("%-6s %-3s %9s %10s %9s %8s %8s %9s %8s %9s %6s\n", "MiB", "N", "fork s", "(a) s", "(b) s", "fork/a", "fork/b", "s/GiB", "held ms", "wait ms", "load")
+	fmt.Printf("%-6s %-3s %9s %10s %9s %8s %8s %9s %8s %9s %9s %6s\n", "MiB", "N", "fork s", "(a) s", "(b) s", "fork/a", "fork/b", "s/GiB", "held ms", "wait ms", "fork cpu", "load")
 	for _, ms := range strings.Split(*sizes, ",") {
 		mibs, err := strconv.Atoi(strings.TrimSpace(ms))
 		check(err)
@@ -103,19 +109,45 @@ sandbox "agent" {
 		out, err := sbx("request", "sandbox.agent", "--key", key, "--json")
 		check(err)
 		env := envOf(out)
-		fill(env, mibs)
-		measuredA := map[int]float64{}
+		fill(env, mibs, *settle)
+		// The forks first, then the floors, then (a): (a)'s snapshot
+		// leaves a template database in the source (a copy of its data,
+		// for a later restore), which a fork or a floor after it would
+		// copy too.
+		type row struct {
+			n                   int
+			forkS, aS, bS       float64
+			aMark               string
+			held, wait          int64
+			cpu                 float64
+			load, methods       string
+			bytes               int64
+			cpuLines, holdLines []string
+		}
+		var rows []*row
 		for _, cs := range strings.Split(*counts, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(cs))
 			check(err)
+			r := &row{n: n}
+			rows = append(rows, r)
 			load0 := loadavg()
-			// The writer: one committed insert after another into a
-			// table of its own, its longest wait noted.
-			stop, waited := writer(env)
+			// The writer: a committed insert into a table of its own every
+			// -write-every, its longest wait noted.
+			stop, _ := writer(env, *writeEvery)
+			cpu0 := hostCPU()
+			var cpuStop func() []string
+			if *cpuBy {
+				cpuStop = byCommand()
+			}
 			start := time.Now()
 			out, err := sbx("fork", "sandbox.agent", "--key", key, "--count", strconv.Itoa(n), "--to-key", fmt.Sprintf("f%d-%d", mibs, n), "--json")
-			forkS := time.Since(start).Seconds()
-			maxWait := stop()
+			r.forkS = time.Since(start).Seconds()
+			r.wait = stop().Milliseconds()
+			r.cpu = hostCPU() - cpu0
+			if cpuStop != nil {
+				r.cpuLines = cpuStop()
+			}
+			r.load = load0 + "-" + loadavg()
 			check(err)
 			var res struct {
 				Sandboxes []struct{ Address string } `json:"sandboxes"`
@@ -124,21 +156,27 @@ sandbox "agent" {
 				Methods   map[string]string          `json:"methods"`
 			}
 			check(json.Unmarshal(out, &res))
-			_ = waited
+			r.held, r.bytes, r.methods = res.HeldMS, res.Bytes, fmt.Sprint(res.Methods)
+			r.holdLines, holds = holds, nil
 			for i := range res.Sandboxes {
 				release(fmt.Sprintf("f%d-%d-%d", mibs, n, i+1))
 			}
-			aS := 0.0
-			aMark := ""
+		}
+		for _, r := range rows {
+			r.bS = floor(key, r.n)
+		}
+		measuredA := map[int]float64{}
+		for _, r := range rows {
+			n := r.n
 			if !*skipA && *aMax > 0 && n > *aMax {
 				a1, ok1 := measuredA[1]
 				a2, ok2 := measuredA[2]
 				if ok1 && ok2 {
-					aS, aMark = a1+float64(n-1)*(a2-a1), "~"
+					r.aS, r.aMark = a1+float64(n-1)*(a2-a1), "~"
 				}
 			} else if !*skipA {
 				snap := fmt.Sprintf("b%d-%d-%d", mibs, n, time.Now().Unix())
-				start = time.Now()
+				start := time.Now()
 				// (a) failing (a restore timing out on a loaded host) is
 				// reported, not fatal: the row shows no (a).
 				aErr := func() error {
@@ -156,32 +194,36 @@ sandbox "agent" {
 					}
 					return nil
 				}()
-				aS = time.Since(start).Seconds()
-				measuredA[n] = aS
+				r.aS = time.Since(start).Seconds()
+				measuredA[n] = r.aS
 				if aErr != nil {
 					// What it took until it failed: a lower bound.
 					fmt.Fprintln(os.Stderr, "benchfork: (a):", aErr)
-					aMark = "failed>"
+					r.aMark = "failed>"
 					delete(measuredA, n)
 				}
 				for i := 1; i <= n; i++ {
 					release(fmt.Sprintf("a%d-%d-%d", mibs, n, i))
 				}
 				_, _ = sbx("snapshot", "rm", snap)
+				holds = nil
 			}
-			bS := floor(key, n)
-			ratio := func(a, b float64) string {
-				if b == 0 {
-					return "-"
-				}
-				return fmt.Sprintf("%.2f", a/b)
+		}
+		ratio := func(a, b float64) string {
+			if b == 0 {
+				return "-"
 			}
-			fmt.Printf("%-6d %-3d %9.1f %10s %9.1f %8s %8s %9.1f %8d %9d %6s   %v %d bytes\n", mibs, n, forkS, aMark+strconv.FormatFloat(aS, 'f', 1, 64), bS, ratio(forkS, aS), ratio(forkS, bS),
-				forkS/(float64(res.Bytes)/(1<<30)), res.HeldMS, maxWait.Milliseconds(), load0+"-"+loadavg(), res.Methods, res.Bytes)
-			for _, l := range holds {
+			return fmt.Sprintf("%.2f", a/b)
+		}
+		for _, r := range rows {
+			fmt.Printf("%-6d %-3d %9.1f %10s %9.1f %8s %8s %9.1f %8d %9d %9.1f %6s   %v %d bytes\n", mibs, r.n, r.forkS, r.aMark+strconv.FormatFloat(r.aS, 'f', 1, 64), r.bS, ratio(r.forkS, r.aS), ratio(r.forkS, r.bS),
+				r.forkS/(float64(r.bytes)/(1<<30)), r.held, r.wait, r.cpu, r.load, r.methods, r.bytes)
+			if len(r.cpuLines) > 0 {
+				fmt.Println("    fork CPU s by command:", strings.Join(r.cpuLines, ", "))
+			}
+			for _, l := range r.holdLines {
 				fmt.Println("   ", l)
 			}
-			holds = nil
 		}
 		release(key)
 	}
@@ -207,8 +249,9 @@ func envOf(out []byte) map[string]string {
 	return r.Env
 }
 
-// fill puts mib MiB into the source: nine tenths a table, a tenth keys.
-func fill(env map[string]string, mib int) {
+// fill puts mib MiB into the source: nine tenths a table, a tenth keys;
+// with settle, the table is vacuumed.
+func fill(env map[string]string, mib int, settle bool) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, env["SANDBOXER_POSTGRES_URL"])
 	check(err)
@@ -218,6 +261,13 @@ func fill(env map[string]string, mib int) {
 	check(err)
 	_, err = conn.Exec(ctx, `CREATE TABLE w (id bigserial PRIMARY KEY, at timestamptz DEFAULT now())`)
 	check(err)
+	if settle {
+		// What a loading script ends with: the vacuum that would otherwise
+		// rewrite the fresh table in the background (every page's hint
+		// bits, a WAL record each) during the forks.
+		_, err = conn.Exec(ctx, `VACUUM (ANALYZE) big`)
+		check(err)
+	}
 	opt, err := redis.ParseURL(env["SANDBOXER_REDIS_URL"])
 	check(err)
 	rdb := redis.NewClient(opt)
@@ -234,8 +284,9 @@ func fill(env map[string]string, mib int) {
 	}
 }
 
-// writer inserts into w until stopped; stop returns its longest wait.
-func writer(env map[string]string) (stop func() time.Duration, waited *time.Duration) {
+// writer inserts into w every every (at most) until stopped; stop
+// returns its longest wait.
+func writer(env map[string]string, every time.Duration) (stop func() time.Duration, waited *time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	conn, err := pgx.Connect(ctx, env["SANDBOXER_POSTGRES_URL"])
 	check(err)
@@ -252,6 +303,9 @@ func writer(env map[string]string) (stop func() time.Duration, waited *time.Dura
 			mu.Lock()
 			longest = max(longest, time.Since(t))
 			mu.Unlock()
+			if d := every - time.Since(t); d > 0 {
+				time.Sleep(d)
+			}
 		}
 	}()
 	return func() time.Duration {
@@ -308,5 +362,97 @@ func check(err error) {
 			onExit()
 		}
 		os.Exit(1)
+	}
+}
+
+// hostCPU is the host's busy time so far, in seconds (/proc/stat: every
+// state but idle and iowait), to report a fork's CPU time.
+func hostCPU() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var busy float64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, _ := strconv.ParseFloat(v, 64)
+		busy += n
+	}
+	return busy / 100 // USER_HZ
+}
+
+// byCommand samples every process's CPU time until stop is called and
+// returns where the time went, by command name, biggest first: what a
+// process used before the first sample is not counted, and what one used
+// after the last sample before it ended is lost (a sample every 100 ms).
+func byCommand() (stop func() []string) {
+	type key struct{ pid, start string }
+	first, last, comm := map[key]float64{}, map[key]float64{}, map[key]string{}
+	sample := func(initial bool) {
+		ds, _ := os.ReadDir("/proc")
+		for _, d := range ds {
+			if d.Name()[0] < '0' || d.Name()[0] > '9' {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			s := string(b)
+			open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+			if open < 0 || close < open {
+				continue
+			}
+			f := strings.Fields(s[close+1:])
+			if len(f) < 20 {
+				continue
+			}
+			u, _ := strconv.ParseFloat(f[11], 64)
+			st, _ := strconv.ParseFloat(f[12], 64)
+			k := key{d.Name(), f[19]}
+			if initial {
+				first[k] = u + st
+			}
+			last[k], comm[k] = u+st, s[open+1:close]
+		}
+	}
+	sample(true)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				sample(false)
+				return
+			case <-time.After(100 * time.Millisecond):
+				sample(false)
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		<-stopped
+		sum := map[string]float64{}
+		for k, v := range last {
+			sum[comm[k]] += (v - first[k]) / 100
+		}
+		names := make([]string, 0, len(sum))
+		for n := range sum {
+			if sum[n] >= 0.05 {
+				names = append(names, n)
+			}
+		}
+		sort.Slice(names, func(i, j int) bool { return sum[names[i]] > sum[names[j]] })
+		out := make([]string, 0, len(names))
+		for _, n := range names {
+			out = append(out, fmt.Sprintf("%s %.1f", n, sum[n]))
+		}
+		return out
 	}
 }

@@ -16,8 +16,9 @@ import (
 
 // Forks (sandboxer fork, issue 32). A running instance's data directory
 // is copied at the file level from one instant: a CHECKPOINT first (so
-// the copies' crash recovery replays little), then the data directory
-// is copied beside itself in two passes (a reflink clone where the
+// the copies' crash recovery replays little, and no WAL segment written
+// before it is copied: spent or recycled ones, up to max_wal_size of
+// them), then the data directory is copied beside itself in two passes (a reflink clone where the
 // filesystem has them, a copy within memory on a tmpfs, a file copy
 // otherwise): every file while the server runs, then, with every
 // PostgreSQL process of the container stopped (SIGSTOP, from an exec as
@@ -58,9 +59,10 @@ func (Service) ForkSize(ctx context.Context, in contract.Instance) (int64, error
 	return kb * 1024, nil
 }
 
-// ForkCapture checkpoints, stops the server's processes, copies the data
-// directory into ForkStageDir(stage) beside the data, runs during while
-// the processes are stopped, and resumes them.
+// ForkCapture checkpoints (once the hold script has set its marker),
+// copies the data directory into ForkStageDir(stage) beside the data,
+// stops the server's processes, copies what changed again, runs during
+// while the processes are stopped, and resumes them.
 func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage string, during func(context.Context) error) (contract.ForkCopy, error) {
 	if !stagePattern.MatchString(stage) {
 		return contract.ForkCopy{}, fmt.Errorf("fork stage %q: want letters, digits and '-'", stage)
@@ -74,11 +76,7 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 	if err != nil {
 		return contract.ForkCopy{}, fmt.Errorf("connect as the admin: %w", err)
 	}
-	_, err = conn.Exec(ctx, "CHECKPOINT")
-	conn.Close(context.WithoutCancel(ctx))
-	if err != nil {
-		return contract.ForkCopy{}, fmt.Errorf("checkpoint: %w", err)
-	}
+	defer conn.Close(context.WithoutCancel(ctx))
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -86,12 +84,14 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 	go func() {
 		err := run.ExecStdin(ctx, OSUser, []string{"sh", "-c", forkHoldScript(ForkStageDir(stage))}, inR, outW)
 		outW.CloseWithError(err)
+		inR.CloseWithError(io.ErrClosedPipe) // a write to a script gone fails
 		done <- err
 	}()
 	var (
 		out        contract.ForkCopy
 		frozenAt   time.Time
 		duringErr  error
+		pointErr   error
 		scriptNS   int64
 		scriptSaid bool
 		lines      = bufio.NewScanner(outR)
@@ -99,6 +99,14 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 	for lines.Scan() {
 		f := strings.Fields(lines.Text())
 		switch {
+		case len(f) == 1 && f[0] == "marked":
+			// The copies recover from this checkpoint: little to replay,
+			// and no WAL segment the script's marker predates is needed.
+			if _, pointErr = conn.Exec(ctx, "CHECKPOINT"); pointErr != nil {
+				_ = inW.Close()
+				continue
+			}
+			_, _ = io.WriteString(inW, "checkpointed\n")
 		case len(f) == 1 && f[0] == "frozen":
 			frozenAt = time.Now()
 			// The other services are captured while the script makes
@@ -138,6 +146,8 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 		out.Held = time.Duration(scriptNS)
 	}
 	switch {
+	case pointErr != nil:
+		return out, fmt.Errorf("checkpoint: %w", pointErr)
 	case err != nil:
 		return out, fmt.Errorf("hold and copy the data directory: %w", err)
 	case duringErr != nil:
@@ -149,7 +159,9 @@ func (Service) ForkCapture(ctx context.Context, in contract.Instance, stage stri
 }
 
 // forkHoldScript is ForkCapture's script, run as the server's user in
-// the source's container. It prints "frozen" once every PostgreSQL
+// the source's container. It prints "marked" once its marker is set and
+// waits for a line on its input (the CHECKPOINT is done; the input's end
+// instead ends it with an error); "frozen" once every PostgreSQL
 // process is stopped, "path P" and "method M" once the copy is made,
 // and resumes the processes as soon as both the copy is made and its
 // input has ended (or at once, on any failure); then "held NS" (the
@@ -233,13 +245,33 @@ copy_changed() {
 		tar -c -f - -T "$list" | tar -x -f - -C "$stage" || return 1
 	fi
 }
-# Pass 1, the server running: every file. Then more passes while it
-# runs, each of the files changed since the one before began, so the
-# pass in the hold has only what changed during the last, short one.
+# The marker every later pass compares with, set before the runtime's
+# CHECKPOINT ("marked", then a line on the input once it is done: its
+# end instead is a failure).
 touch "$since" || exit 1
 sleep 0.05
+echo marked
+read -r _ || exit 1
+# Pass 1, the server running: every file but the WAL segments not
+# written since the marker (recovery starts at that CHECKPOINT; the
+# rest are spent or recycled segments, up to max_wal_size of them).
+# Then more passes while it runs, each of the files changed since the
+# one before began, so the pass in the hold has only what changed
+# during the last, short one.
 for f in "$PGDATA"/*; do
 	case "${f##*/}" in postmaster.pid|postmaster.opts|` + ForkStarted + `|` + ForkFilled + `|` + TemplateMarker + `) continue ;; esac
+	if [ "${f##*/}" = pg_wal ] && [ -d "$f" ] && [ ! -L "$f" ]; then
+		mkdir "$stage/pg_wal" && chmod "$(stat -c %a "$f")" "$stage/pg_wal" || exit 1
+		for w in "$f"/*; do
+			case "${w##*/}" in
+			[0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F][0-9A-F])
+				[ "$w" -nt "$since" ] || continue ;;
+			esac
+			# A checkpoint may recycle a segment meanwhile.
+			cp -a $flag "$w" "$stage/pg_wal/" || [ ! -e "$w" ] || exit 1
+		done
+		continue
+	fi
 	cp -a $flag "$f" "$stage/" || exit 1
 done
 cd "$PGDATA" || exit 1
