@@ -159,6 +159,12 @@ func (p *Provider) create(ctx context.Context, b *build, creds map[string]state.
 	req := b.req
 	pre, pctx := errgroup.WithContext(ctx)
 	pre.Go(func() error {
+		if b.fork != nil {
+			// Fork swept every copy's leftovers before any copy began: a
+			// sweep here could remove what another copy already made for
+			// this one (its upper volume, forkoverlay.go).
+			return nil
+		}
 		if err := p.sweep(pctx, req.Address, req.Lineage, req.Generation); err != nil {
 			return fmt.Errorf("remove leftovers of an interrupted create: %w", err)
 		}

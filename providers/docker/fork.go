@@ -237,6 +237,14 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		}
 	}
 
+	// Each copy's leftovers of an interrupted create go first, all of
+	// them before any copy begins: the first copy to start its PostgreSQL
+	// makes every copy's upper volume (forkoverlay.go), which a later
+	// sweep of that copy would remove (and the overlay's helper, mounting
+	// it by name, make again without its labels).
+	if err := p.sweepCopies(ctx, reqs); err != nil {
+		return nil, fmt.Errorf("fork %s: remove leftovers of an interrupted create: %w", src.Address, err)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, req := range reqs {
 		req.Images = maps.Clone(images)
@@ -270,6 +278,38 @@ func (p *Provider) Fork(ctx context.Context, src *state.Record, reqs []apply.Cre
 		out.Methods[svc] += "+" + how
 	}
 	return out, nil
+}
+
+// sweepCopies removes what an interrupted create of any of reqs left
+// (sweep, for all of them with one listing per lineage).
+func (p *Provider) sweepCopies(ctx context.Context, reqs []apply.CreateRequest) error {
+	type key struct {
+		address    string
+		generation int
+	}
+	byLineage := map[string]map[key]bool{}
+	for _, r := range reqs {
+		if byLineage[r.Lineage] == nil {
+			byLineage[r.Lineage] = map[key]bool{}
+		}
+		byLineage[r.Lineage][key{r.Address, r.Generation}] = true
+	}
+	for lineage, want := range byLineage {
+		all, err := p.ListManaged(ctx, lineage)
+		if err != nil {
+			return err
+		}
+		var mine []Managed
+		for _, m := range all {
+			if want[key{m.Address, m.Generation}] {
+				mine = append(mine, m)
+			}
+		}
+		if err := p.DeleteManaged(ctx, mine); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fillSlots is how many copies are filled at once: the engine host's
