@@ -28,11 +28,13 @@ import (
 
 // Copies on an overlay: the cheapest copy volume storage allows when the
 // engine's local volume driver can mount overlayfs (probed once per
-// provider, overlayWorks). The stage is copied once, inside the engine's
-// host, into a base volume; each copy's data volume is then an overlay
-// of that base (its lower layer, shared and never written) and an upper
-// directory of its own, in a volume of its own. A copy costs a mount, not
-// a copy of the bytes: N copies of a gigabyte write one gigabyte, and
+// provider, overlayWorks). The stage becomes a base volume: renamed
+// into it from the source's volume by a helper that binds the engine
+// host's directory holding both (no byte moves), or copied once where
+// the engine refuses the bind; each copy's data volume is then an
+// overlay of that base (its lower layer, shared and never written) and
+// an upper directory of its own, in a volume of its own. A copy costs a
+// mount, not a copy of the bytes: N copies of a gigabyte write none, and
 // what a copy writes goes to its own upper layer (a changed file is
 // copied up whole, as in a container's own layer). apply.Forked.Methods
 // says "…+overlay".
@@ -49,8 +51,8 @@ import (
 //     and none after, so "no upper names it" is final.
 //
 // What goes on it, with volume storage: PostgreSQL's data directory when
-// one volume of the image holds it (the images' layout), copied from the
-// stage on the source's volume; and the captured file of every service
+// one volume of the image holds it (the images' layout), the stage on
+// the source's volume; and the captured file of every service
 // that starts from one (services.Forker.ForkArgs: Redis's and Valkey's
 // RDB), streamed once out of the source's container (it may lie on a
 // tmpfs) and mounted at forkDir. Anything else, tmpfs storage, or an
