@@ -53,3 +53,27 @@ func TestForkRoom(t *testing.T) {
 		t.Error("an unreadable answer passed the check")
 	}
 }
+
+// volumesRoot is the deepest directory holding every volume's mount
+// point, never the root (a helper binds it to rename the stage into the
+// base), and viaBind is a host path inside that helper.
+func TestVolumesRoot(t *testing.T) {
+	for _, tc := range []struct {
+		dirs []string
+		want string
+	}{
+		{[]string{"/var/lib/docker/volumes/a/_data", "/var/lib/docker/volumes/b/_data"}, "/var/lib/docker/volumes"},
+		{[]string{"/var/lib/docker/volumes/a/_data", "/var/lib/docker/volumes/a/_data"}, "/var/lib/docker/volumes/a/_data"},
+		{[]string{"/var/lib/docker/volumes/ab/_data", "/var/lib/docker/volumes/a/_data"}, "/var/lib/docker/volumes"},
+		{[]string{"/srv/v/a", "/var/lib/docker/volumes/b/_data"}, ""},
+		{[]string{"/var/lib/docker/volumes/a/_data", "relative/b"}, ""},
+		{[]string{"/data/a/", "/data/b"}, "/data"},
+	} {
+		if got := volumesRoot(tc.dirs...); got != tc.want {
+			t.Errorf("volumesRoot(%q) = %q, want %q", tc.dirs, got, tc.want)
+		}
+	}
+	if got := viaBind("/var/lib/docker/volumes", "/var/lib/docker/volumes/b/_data/l-postgres"); got != volumesBind+"/b/_data/l-postgres" {
+		t.Errorf("viaBind = %q", got)
+	}
+}
